@@ -1,0 +1,69 @@
+"""mcpkit: a complete, fast Model Context Protocol implementation for Python."""
+
+from .protocol.errors import (
+    CapabilityNotSupported,
+    ConnectionClosed,
+    InternalError,
+    InvalidParams,
+    InvalidRequest,
+    MCPError,
+    MethodNotFound,
+    ParseError,
+    ProtocolError,
+    RemoteError,
+    RequestTimeout,
+    ResourceNotFound,
+    ToolError,
+)
+from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
+from .server import (
+    Audio,
+    Context,
+    ElicitResult,
+    EmbeddedResource,
+    Image,
+    Prompt,
+    Resource,
+    ResourceLink,
+    ResourceTemplate,
+    Server,
+    Tool,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "LATEST_STATEFUL",
+    "STATEFUL_VERSIONS",
+    "Audio",
+    "CapabilityNotSupported",
+    "ConnectionClosed",
+    "Context",
+    "ElicitResult",
+    "EmbeddedResource",
+    "Image",
+    "InternalError",
+    "InvalidParams",
+    "InvalidRequest",
+    "MCPError",
+    "MethodNotFound",
+    "ParseError",
+    "Prompt",
+    "ProtocolError",
+    "RemoteError",
+    "RequestTimeout",
+    "Resource",
+    "ResourceLink",
+    "ResourceNotFound",
+    "ResourceTemplate",
+    "Server",
+    "Tool",
+    "ToolError",
+    "__version__",
+]
+
+for _name in __all__:
+    _obj = globals()[_name]
+    if hasattr(_obj, "__module__") and isinstance(_obj, type):
+        _obj.__module__ = "mcpkit"
+del _name, _obj

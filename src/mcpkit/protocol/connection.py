@@ -1,0 +1,801 @@
+"""The sans-I/O MCP connection of the stateful era: bytes in, events out; calls in, bytes out.
+
+``Connection.receive_data(bytes)`` returns a list of events; the ``send_*`` methods queue
+outgoing messages, drained with ``data_to_send()`` (newline-framed, for stream transports)
+or ``messages_to_send()`` (one serialized message each, tagged with the request they
+belong to, for HTTP). Nothing here touches a socket, a loop or a clock, so tests wire two
+connections back to back and assert the exact events.
+
+Invariants kept here, whatever the caller does:
+- Bad input never raises out of ``receive_*``: it is answered with the spec's error (id
+  null when the id was unreadable) and reported as ``ProtocolViolation``.
+- An inbound request id is in flight from arrival until answered or cancelled; a second
+  request with the same id meanwhile is refused and the first is left alone.
+- A cancelled request gets no response; progress is sent only for a request in flight
+  that asked for it, with strictly increasing values, never after its response.
+- The handshake is enforced (see ``lifecycle``), and so are the negotiated revision's
+  method set and both sides' declared capabilities.
+- ``initialize`` and ``ping`` are answered here; ``logging/setLevel`` is kept here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from . import compat
+from .errors import (
+    CapabilityNotSupported,
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    ProtocolError,
+    RemoteError,
+)
+from .framing import DEFAULT_MAX_MESSAGE_SIZE, TOO_LARGE, LineBuffer
+from .jsonrpc import (
+    BadMessage,
+    ErrorResponse,
+    JSONObject,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    decode,
+    encode,
+    is_valid_id,
+    parse_message,
+)
+from .jsonrpc import error as error_msg
+from .jsonrpc import notification as notification_msg
+from .jsonrpc import request as request_msg
+from .jsonrpc import result as result_msg
+from .lifecycle import Lifecycle, Role, State
+from .methods import (
+    CLIENT_CAPABILITY_FOR_NOTIFICATION,
+    CLIENT_CAPABILITY_FOR_REQUEST,
+    LOG_LEVEL_RANK,
+    LOG_LEVELS,
+    SERVER_CAPABILITY_FOR_NOTIFICATION,
+    SERVER_CAPABILITY_FOR_REQUEST,
+    has_capability,
+)
+from .versions import LATEST_STATEFUL, REVISIONS, STATEFUL_VERSIONS, Revision, negotiate
+
+# ---------------------------------------------------------------------------- events
+
+
+@dataclass(slots=True)
+class RequestReceived:
+    id: RequestId
+    method: str
+    params: JSONObject
+
+
+@dataclass(slots=True)
+class NotificationReceived:
+    method: str
+    params: JSONObject
+
+
+@dataclass(slots=True)
+class ResponseReceived:
+    id: RequestId
+    result: JSONObject
+
+
+@dataclass(slots=True)
+class ErrorReceived:
+    id: RequestId
+    error: RemoteError
+
+
+@dataclass(slots=True)
+class CancelRequested:
+    """The peer cancelled its request ``id``: stop the work; no response will be sent."""
+
+    id: RequestId
+    reason: str | None
+
+
+@dataclass(slots=True)
+class ProgressReceived:
+    """Progress for our request ``request_id``."""
+
+    request_id: RequestId
+    progress: float
+    total: float | None
+    message: str | None
+
+
+@dataclass(slots=True)
+class SessionStarted:
+    """Server: ``initialize`` answered. Client: ``initialize`` result accepted."""
+
+    revision: Revision
+    peer_info: JSONObject
+    peer_capabilities: JSONObject
+    instructions: str | None = None
+
+
+@dataclass(slots=True)
+class SessionReady:
+    """Server: ``notifications/initialized`` arrived; normal operation may start."""
+
+
+@dataclass(slots=True)
+class HandshakeFailed:
+    """Client: the server chose a revision we do not speak, or refused ``initialize``."""
+
+    reason: str
+
+
+@dataclass(slots=True)
+class ProtocolViolation:
+    """The peer sent something invalid; it was answered (if it could be) and dropped."""
+
+    error: ProtocolError
+
+
+Event = (
+    RequestReceived
+    | NotificationReceived
+    | ResponseReceived
+    | ErrorReceived
+    | CancelRequested
+    | ProgressReceived
+    | SessionStarted
+    | SessionReady
+    | HandshakeFailed
+    | ProtocolViolation
+)
+
+
+@dataclass(slots=True)
+class Outgoing:
+    """One serialized message, and the inbound request it belongs to (for HTTP routing)."""
+
+    data: bytes
+    related: RequestId | None = None
+
+
+@dataclass(slots=True)
+class _Inbound:
+    method: str
+    progress_token: str | int | None
+    last_progress: float | None = None
+    batch: _Batch | None = None
+
+
+@dataclass(slots=True)
+class _Batch:
+    pending: set[RequestId] = field(default_factory=set)
+    parts: list[bytes] = field(default_factory=list)
+    receiving: bool = True  # still reading its elements: answers so far must wait
+
+
+@dataclass(slots=True)
+class _Outbound:
+    method: str
+    progress_token: str | int | None
+
+
+_NOT_INITIALIZED = (
+    "Session not initialized: the first request must be 'initialize' (only 'ping' is "
+    "allowed before it)."
+)
+_AWAITING_INITIALIZED = (
+    "Session not ready: send the 'notifications/initialized' notification after the "
+    "'initialize' result before other requests (only 'ping' is allowed until then)."
+)
+
+
+class Connection:
+    """One side (client or server) of one stateful MCP session."""
+
+    def __init__(
+        self,
+        role: Role,
+        *,
+        info: JSONObject,
+        capabilities: JSONObject | None = None,
+        instructions: str | None = None,
+        versions: tuple[str, ...] = STATEFUL_VERSIONS,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        self.role = role
+        self.info = info
+        self.capabilities: JSONObject = capabilities or {}
+        self.instructions = instructions
+        self.versions = versions
+        self.lifecycle = Lifecycle(role)
+        self.revision: Revision | None = None
+        self.peer_info: JSONObject = {}
+        self.peer_capabilities: JSONObject = {}
+        self.log_level: str | None = None  # server: set by logging/setLevel
+        self._lines = LineBuffer(max_message_size)
+        self._outbox: list[Outgoing] = []
+        self._inbound: dict[RequestId, _Inbound] = {}
+        self._outbound: dict[RequestId, _Outbound] = {}
+        self._progress_tokens: dict[str | int, RequestId] = {}
+        self._next_id = 0
+        self._latest = max(versions)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> State:
+        return self.lifecycle.state
+
+    @property
+    def in_flight(self) -> int:
+        """Inbound requests received and not yet answered or cancelled."""
+        return len(self._inbound)
+
+    def progress_token(self, request_id: RequestId) -> str | int | None:
+        rec = self._inbound.get(request_id)
+        return rec.progress_token if rec else None
+
+    # ------------------------------------------------------------------ receiving
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes of a newline-framed stream (``b""`` = end of input)."""
+        events: list[Event] = []
+        for line in self._lines.feed(data):
+            if line is TOO_LARGE:
+                self._reject(
+                    InvalidRequest(
+                        f"Message too large: the limit is {self._lines.max_size} bytes per "
+                        "message; send smaller messages.",
+                    ),
+                    None,
+                    events,
+                )
+                continue
+            assert isinstance(line, bytes)
+            try:
+                obj = decode(line)
+            except ParseError as exc:
+                self._reject(exc, None, events)
+                continue
+            self._receive_obj(obj, events)
+        return events
+
+    def receive_message(self, obj: Any) -> list[Event]:
+        """Feed one already-decoded JSON value (an object, or a batch array)."""
+        events: list[Event] = []
+        self._receive_obj(obj, events)
+        return events
+
+    def receive_eof(self) -> list[Event]:
+        """The input ended; deliver a last unterminated line, if any."""
+        return self.receive_data(b"")
+
+    def _receive_obj(self, obj: Any, events: list[Event]) -> None:
+        if type(obj) is list:
+            self._receive_batch(obj, events)
+            return
+        try:
+            msg = parse_message(obj)
+        except BadMessage as bad:
+            self._reject(bad.error, bad.id, events)
+            return
+        self._dispatch(msg, events, None)
+
+    def _receive_batch(self, items: list[Any], events: list[Event]) -> None:
+        rev = self.revision
+        if rev is None or not rev.batches:
+            where = f"protocol revision {rev.version}" if rev else "this session before initialize"
+            self._reject(
+                InvalidRequest(
+                    f"Invalid Request: JSON-RPC batches are not supported in {where}; send "
+                    "one message at a time."
+                ),
+                None,
+                events,
+            )
+            return
+        if not items:
+            self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
+            return
+        batch = _Batch()
+        for item in items:
+            try:
+                msg = parse_message(item)
+            except BadMessage as bad:
+                batch.parts.append(encode(error_msg(bad.id, bad.error.to_error())))
+                events.append(ProtocolViolation(bad.error))
+                continue
+            if isinstance(msg, Request) and msg.method == "initialize":
+                err = InvalidRequest("Invalid Request: 'initialize' must not be part of a batch.")
+                batch.parts.append(encode(error_msg(msg.id, err.to_error())))
+                events.append(ProtocolViolation(err))
+                continue
+            self._dispatch(msg, events, batch)
+        batch.receiving = False
+        self._maybe_flush_batch(batch)
+
+    def _reject(self, err: ProtocolError, id: RequestId | None, events: list[Event]) -> None:
+        self._outbox.append(Outgoing(encode(error_msg(id, err.to_error())), id))
+        events.append(ProtocolViolation(err))
+
+    def _answer_error(
+        self, id: RequestId, err: ProtocolError, batch: _Batch | None, events: list[Event]
+    ) -> None:
+        data = encode(error_msg(id, err.to_error()))
+        if batch is not None:
+            batch.parts.append(data)
+        else:
+            self._outbox.append(Outgoing(data, id))
+        events.append(ProtocolViolation(err))
+
+    def _dispatch(
+        self,
+        msg: Request | Notification | Response | ErrorResponse,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        if type(msg) is Request:
+            self._on_request(msg, events, batch)
+        elif type(msg) is Notification:
+            self._on_notification(msg, events)
+        elif type(msg) is Response:
+            out = self._outbound.pop(msg.id, None)
+            if out is None:
+                return  # unknown, or cancelled/timed out: ignored (the race is allowed)
+            self._forget_token(out)
+            if out.method == "initialize":
+                self._on_initialize_result(msg.result, events)
+                return
+            events.append(ResponseReceived(msg.id, msg.result))
+        else:
+            assert isinstance(msg, ErrorResponse)
+            if msg.id is None:
+                events.append(ProtocolViolation(InvalidRequest(msg.message, msg.data)))
+                return
+            out = self._outbound.pop(msg.id, None)
+            if out is None:
+                return
+            self._forget_token(out)
+            remote = RemoteError(msg.code, msg.message, msg.data)
+            if out.method == "initialize":
+                self.lifecycle.close()
+                events.append(HandshakeFailed(f"initialize refused: {remote}"))
+                return
+            events.append(ErrorReceived(msg.id, remote))
+
+    def _forget_token(self, out: _Outbound) -> None:
+        if out.progress_token is not None:
+            self._progress_tokens.pop(out.progress_token, None)
+
+    def _on_request(self, req: Request, events: list[Event], batch: _Batch | None) -> None:
+        rid, method = req.id, req.method
+        if rid in self._inbound:
+            self._answer_error(
+                rid,
+                InvalidRequest(
+                    f"Invalid Request: request id {rid!r} is already in use by a request that "
+                    "is still in progress; use a new id for every request."
+                ),
+                batch,
+                events,
+            )
+            return
+        params = req.params if req.params is not None else {}
+        lc = self.lifecycle
+        if not lc.peer_may_request(method):
+            if method == "initialize":
+                msg = "Invalid Request: the session is already initialized; 'initialize' is "
+                msg += "sent once per session."
+            elif lc.state is State.NEW:
+                msg = _NOT_INITIALIZED
+            elif lc.state is State.INITIALIZING:
+                msg = _AWAITING_INITIALIZED
+            else:
+                msg = "Invalid Request: the session is closed."
+            self._answer_error(rid, InvalidRequest(msg), batch, events)
+            return
+        if self.role is Role.SERVER:
+            if method == "initialize":
+                self._on_initialize(rid, params, events)
+                return
+            rev = self.revision
+            if rev is not None and method not in rev.client_requests:
+                self._answer_error(rid, _method_not_found(method, rev), batch, events)
+                return
+            cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+            if cap is not None and not has_capability(self.capabilities, cap):
+                self._answer_error(
+                    rid,
+                    MethodNotFound(
+                        f"Method not found: '{method}' is not offered by this server (it does "
+                        f"not declare the '{cap}' capability)."
+                    ),
+                    batch,
+                    events,
+                )
+                return
+        else:
+            rev = self.revision
+            if method != "ping" and (rev is None or method not in rev.server_requests):
+                self._answer_error(rid, _method_not_found(method, rev), batch, events)
+                return
+            cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
+            if cap is not None and not has_capability(self.capabilities, cap):
+                self._answer_error(
+                    rid,
+                    MethodNotFound(
+                        f"Method not found: this client does not support '{method}' (no "
+                        f"'{cap}' capability was declared)."
+                    ),
+                    batch,
+                    events,
+                )
+                return
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if type(meta) is dict else None
+        if token is not None and not is_valid_id(token):
+            token = None
+        rec = _Inbound(method, token, None, batch)
+        if batch is not None:
+            batch.pending.add(rid)
+        self._inbound[rid] = rec
+        if method == "ping":
+            self.send_result(rid, {})
+            return
+        if method == "logging/setLevel" and self.role is Role.SERVER:
+            level = params.get("level")
+            if level not in LOG_LEVEL_RANK:
+                self.send_error(
+                    rid,
+                    InvalidParams(
+                        f"Invalid params: unknown log level {level!r}; use one of "
+                        f"{', '.join(LOG_LEVELS)}."
+                    ),
+                )
+                return
+            self.log_level = level
+            self.send_result(rid, {})
+            return
+        events.append(RequestReceived(rid, method, params))
+
+    def _on_initialize(self, rid: RequestId, params: JSONObject, events: list[Event]) -> None:
+        version = params.get("protocolVersion")
+        caps = params.get("capabilities")
+        info = params.get("clientInfo")
+        problems = []
+        if not isinstance(version, str):
+            problems.append("'protocolVersion' (string) is required")
+        if not isinstance(caps, dict):
+            problems.append("'capabilities' (object) is required")
+        if not isinstance(info, dict) or not isinstance(info.get("name"), str):
+            problems.append("'clientInfo' with 'name' and 'version' is required")
+        if problems:
+            self._outbox.append(
+                Outgoing(
+                    encode(
+                        error_msg(
+                            rid,
+                            InvalidParams(
+                                "Invalid params for initialize: " + "; ".join(problems) + "."
+                            ).to_error(),
+                        )
+                    ),
+                    rid,
+                )
+            )
+            events.append(ProtocolViolation(InvalidParams("bad initialize params")))
+            return
+        assert isinstance(caps, dict) and isinstance(info, dict)
+        chosen = negotiate(version, self.versions)
+        rev = REVISIONS[chosen]
+        self.revision = rev
+        self.peer_info = info
+        self.peer_capabilities = caps
+        self.lifecycle.advance("recv:initialize")
+        res: JSONObject = {
+            "protocolVersion": chosen,
+            "capabilities": compat.server_capabilities(self.capabilities, rev),
+            "serverInfo": compat.implementation(self.info, rev),
+        }
+        if self.instructions:
+            res["instructions"] = self.instructions
+        self._outbox.append(Outgoing(encode(result_msg(rid, res)), rid))
+        events.append(SessionStarted(rev, info, caps, self.instructions))
+
+    def _on_initialize_result(self, res: JSONObject, events: list[Event]) -> None:
+        version = res.get("protocolVersion")
+        if not isinstance(version, str) or version not in self.versions:
+            self.lifecycle.close()
+            events.append(
+                HandshakeFailed(
+                    f"the server chose protocol revision {version!r}, which this client does "
+                    f"not support (supported: {', '.join(self.versions)})"
+                )
+            )
+            return
+        rev = REVISIONS[version]
+        caps = res.get("capabilities")
+        info = res.get("serverInfo")
+        self.revision = rev
+        self.peer_capabilities = caps if isinstance(caps, dict) else {}
+        self.peer_info = info if isinstance(info, dict) else {}
+        instructions = res.get("instructions")
+        self.send_notification("notifications/initialized")
+        events.append(
+            SessionStarted(
+                rev,
+                self.peer_info,
+                self.peer_capabilities,
+                instructions if isinstance(instructions, str) else None,
+            )
+        )
+
+    def _on_notification(self, note: Notification, events: list[Event]) -> None:
+        method = note.method
+        params = note.params if note.params is not None else {}
+        if method == "notifications/cancelled":
+            rid = params.get("requestId")
+            if not is_valid_id(rid):
+                return
+            assert isinstance(rid, str | int)
+            rec = self._inbound.get(rid)
+            if rec is None or rec.method == "initialize":
+                return  # unknown, finished or uncancellable: ignored
+            del self._inbound[rid]
+            if rec.batch is not None:
+                rec.batch.pending.discard(rid)
+                self._maybe_flush_batch(rec.batch)
+            reason = params.get("reason")
+            events.append(CancelRequested(rid, reason if isinstance(reason, str) else None))
+            return
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            progress = params.get("progress")
+            if not is_valid_id(token) or type(progress) not in (int, float):
+                return
+            assert isinstance(token, str | int)
+            target = self._progress_tokens.get(token)
+            if target is None:
+                return
+            total = params.get("total")
+            message = params.get("message")
+            events.append(
+                ProgressReceived(
+                    target,
+                    float(progress),  # type: ignore[arg-type]
+                    float(total) if type(total) in (int, float) else None,  # type: ignore[arg-type]
+                    message if isinstance(message, str) else None,
+                )
+            )
+            return
+        if method == "notifications/initialized":
+            if self.role is Role.SERVER and self.lifecycle.advance(
+                "recv:notifications/initialized"
+            ):
+                events.append(SessionReady())
+            return
+        if self.lifecycle.state is State.NEW:
+            return  # nothing but the handshake means anything yet
+        events.append(NotificationReceived(method, params))
+
+    # ------------------------------------------------------------------ sending
+
+    def start_handshake(self, version: str | None = None) -> RequestId:
+        """Client: send ``initialize`` offering ``version`` (default: the newest we speak)."""
+        if self.role is not Role.CLIENT:
+            raise RuntimeError("only a client starts the handshake")
+        params = {
+            "protocolVersion": version or self._latest,
+            "capabilities": self.capabilities,
+            "clientInfo": self.info,
+        }
+        return self._send_request("initialize", params, None)
+
+    def send_request(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> RequestId:
+        """Queue a request to the peer; returns its id.
+
+        Raises ``CapabilityNotSupported`` if the negotiated revision lacks ``method`` or
+        the peer did not declare the capability it needs, and ``RuntimeError`` if the
+        handshake does not allow it yet.
+        """
+        if not self.lifecycle.may_request(method):
+            raise RuntimeError(f"cannot send {method!r} in handshake state {self.state.value}")
+        rev = self.revision
+        if self.role is Role.SERVER:
+            if method != "ping" and (rev is None or method not in rev.server_requests):
+                raise CapabilityNotSupported(
+                    f"'{method}' does not exist in protocol revision "
+                    f"{rev.version if rev else '(none)'}"
+                )
+            cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
+        else:
+            if method not in ("ping", "initialize") and (
+                rev is None or method not in rev.client_requests
+            ):
+                raise CapabilityNotSupported(f"'{method}' does not exist in this revision")
+            cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+            if cap == "completions" and rev is not None and not rev.has("completions_capability"):
+                cap = None  # no such capability flag before 2025-03-26: the server may say -32601
+        if cap is not None and not has_capability(self.peer_capabilities, cap):
+            raise CapabilityNotSupported(
+                f"the peer did not declare the '{cap}' capability needed for '{method}'"
+            )
+        return self._send_request(method, params, related)
+
+    def _send_request(
+        self, method: str, params: JSONObject | None, related: RequestId | None
+    ) -> RequestId:
+        self._next_id += 1
+        rid = self._next_id
+        token = None
+        if params:
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                token = meta.get("progressToken")
+                if token is not None:
+                    if token in self._progress_tokens:
+                        raise ValueError(f"progress token {token!r} is already in use")
+                    self._progress_tokens[token] = rid
+        self._outbound[rid] = _Outbound(method, token)
+        if method == "initialize":
+            self.lifecycle.advance("send:initialize")
+        self._outbox.append(Outgoing(encode(request_msg(rid, method, params)), related))
+        return rid
+
+    def cancel_request(self, rid: RequestId, reason: str | None = None) -> bool:
+        """Cancel our pending request ``rid``: notify the peer, ignore any late answer."""
+        out = self._outbound.get(rid)
+        if out is None or out.method == "initialize":
+            return False
+        del self._outbound[rid]
+        self._forget_token(out)
+        params: JSONObject = {"requestId": rid}
+        if reason:
+            params["reason"] = reason
+        self._outbox.append(Outgoing(encode(notification_msg("notifications/cancelled", params))))
+        return True
+
+    def fail_pending(self) -> list[RequestId]:
+        """Forget every pending outbound request (the connection is gone); return their ids."""
+        ids = list(self._outbound)
+        self._outbound.clear()
+        self._progress_tokens.clear()
+        self.lifecycle.close()
+        return ids
+
+    def send_notification(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> bool:
+        """Queue a notification; False (nothing sent) if the revision or our declared
+        capabilities do not allow it."""
+        if method == "notifications/initialized":
+            if not self.lifecycle.advance("send:notifications/initialized"):
+                return False
+        else:
+            rev = self.revision
+            if rev is None:
+                return False
+            if self.role is Role.SERVER:
+                allowed = rev.server_notifications
+                cap = SERVER_CAPABILITY_FOR_NOTIFICATION.get(method)
+            else:
+                allowed = rev.client_notifications
+                cap = CLIENT_CAPABILITY_FOR_NOTIFICATION.get(method)
+            if method not in allowed:
+                return False
+            if cap is not None and not has_capability(self.capabilities, cap):
+                return False
+        self._outbox.append(Outgoing(encode(notification_msg(method, params)), related))
+        return True
+
+    def send_result(self, rid: RequestId, value: JSONObject) -> bool:
+        """Answer inbound request ``rid``; False (nothing sent) if it was cancelled/answered."""
+        rec = self._inbound.pop(rid, None)
+        if rec is None:
+            return False
+        rev = self.revision
+        if rev is not None and rev.version != LATEST_STATEFUL:
+            value = compat.result(rec.method, value, rev)
+        data = encode(result_msg(rid, value))
+        self._deliver(rid, rec, data)
+        return True
+
+    def send_error(self, rid: RequestId, err: ProtocolError) -> bool:
+        """Answer inbound request ``rid`` with an error; False if cancelled/answered."""
+        rec = self._inbound.pop(rid, None)
+        if rec is None:
+            return False
+        self._deliver(rid, rec, encode(error_msg(rid, err.to_error())))
+        return True
+
+    def _deliver(self, rid: RequestId, rec: _Inbound, data: bytes) -> None:
+        batch = rec.batch
+        if batch is None:
+            self._outbox.append(Outgoing(data, rid))
+            return
+        batch.pending.discard(rid)
+        batch.parts.append(data)
+        self._maybe_flush_batch(batch)
+
+    def _maybe_flush_batch(self, batch: _Batch) -> None:
+        if batch.receiving or batch.pending or not batch.parts:
+            return
+        self._outbox.append(Outgoing(b"[" + b",".join(batch.parts) + b"]"))
+        batch.parts = []
+
+    def send_progress(
+        self,
+        rid: RequestId,
+        progress: float,
+        total: float | None = None,
+        message: str | None = None,
+    ) -> bool:
+        """Progress for inbound request ``rid``; False (dropped) when the request did not
+        ask for progress, is no longer in flight, or ``progress`` does not increase."""
+        rec = self._inbound.get(rid)
+        if rec is None or rec.progress_token is None:
+            return False
+        if rec.last_progress is not None and not progress > rec.last_progress:
+            return False
+        rec.last_progress = progress
+        params: JSONObject = {"progressToken": rec.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        rev = self.revision
+        if message is not None and rev is not None and rev.has("progress_message"):
+            params["message"] = message
+        self._outbox.append(
+            Outgoing(encode(notification_msg("notifications/progress", params)), rid)
+        )
+        return True
+
+    def wants_log(self, level: str) -> bool:
+        """Whether a log message at ``level`` passes the client's ``logging/setLevel``."""
+        if not has_capability(self.capabilities, "logging"):
+            return False
+        threshold = self.log_level
+        return threshold is None or LOG_LEVEL_RANK.get(level, 0) >= LOG_LEVEL_RANK[threshold]
+
+    def send_log(
+        self,
+        level: str,
+        data: Any,
+        logger: str | None = None,
+        *,
+        related: RequestId | None = None,
+    ) -> bool:
+        """Server: a ``notifications/message``, if logging is declared and the level passes."""
+        if level not in LOG_LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if not self.wants_log(level):
+            return False
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        return self.send_notification("notifications/message", params, related=related)
+
+    # ------------------------------------------------------------------ output
+
+    def data_to_send(self) -> bytes:
+        """Drain queued messages as newline-terminated lines (stream transports)."""
+        box = self._outbox
+        if not box:
+            return b""
+        self._outbox = []
+        if len(box) == 1:
+            return box[0].data + b"\n"
+        return b"\n".join([o.data for o in box]) + b"\n"
+
+    def messages_to_send(self) -> list[Outgoing]:
+        """Drain queued messages one by one, each tagged with its related request."""
+        box, self._outbox = self._outbox, []
+        return box
+
+
+def _method_not_found(method: str, rev: Revision | None) -> MethodNotFound:
+    where = f" in protocol revision {rev.version}" if rev else ""
+    return MethodNotFound(f"Method not found: '{method}' does not exist{where}.")

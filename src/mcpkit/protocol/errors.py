@@ -1,0 +1,137 @@
+"""Every exception mcpkit raises, and the JSON-RPC error codes they map to.
+
+Hierarchy::
+
+    MCPError                      base of everything mcpkit raises
+    ├── ProtocolError             a local protocol error; carries its JSON-RPC ``code``
+    │   ├── ParseError            -32700  bytes that are not JSON / not UTF-8
+    │   ├── InvalidRequest        -32600  not a valid JSON-RPC / MCP message
+    │   ├── MethodNotFound        -32601  unknown method, or one the revision/capabilities lack
+    │   ├── InvalidParams         -32602  params that fail the method's shape
+    │   ├── InternalError         -32603  a fault of ours (never carries internals)
+    │   ├── ResourceNotFound      -32002  resources/read of an unknown URI (stateful revisions)
+    │   ├── URLElicitationRequired -32042 (2025-11-25)
+    │   ├── HeaderMismatch        -32020  (2026-07-28)
+    │   ├── MissingClientCapability -32021 (2026-07-28)
+    │   └── UnsupportedProtocolVersion -32022 (2026-07-28)
+    ├── RemoteError               the peer answered a request of ours with an error
+    ├── ConnectionClosed          the peer went away (EOF, process exit, transport broke)
+    ├── RequestTimeout            a request of ours got no answer in time (it was cancelled)
+    ├── CapabilityNotSupported    we were asked to use a feature the peer did not declare
+    └── ToolError                 raised by tool code: becomes an ``isError`` result whose
+                                  text is the exception's message, shown to the model
+
+Local errors are raised where they are detected; the one place that receives from the
+peer (``protocol.connection``) turns a ``ProtocolError`` into the error response sent back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+RESOURCE_NOT_FOUND = -32002
+HEADER_MISMATCH = -32020
+MISSING_CLIENT_CAPABILITY = -32021
+UNSUPPORTED_PROTOCOL_VERSION = -32022
+URL_ELICITATION_REQUIRED = -32042
+
+
+class MCPError(Exception):
+    """Base class of every exception raised by mcpkit."""
+
+
+class ProtocolError(MCPError):
+    """A protocol error detected locally; ``code`` is the JSON-RPC error code it maps to.
+
+    ``message`` is sent to the peer as is, so it must say what was wrong and what to do,
+    and must never contain secrets or tracebacks. ``data`` is optional structured detail.
+    """
+
+    code: ClassVar[int] = INTERNAL_ERROR
+
+    def __init__(self, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.data = data
+
+    def to_error(self) -> dict[str, Any]:
+        """The JSON-RPC ``error`` object for this exception."""
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+
+class ParseError(ProtocolError):
+    code = PARSE_ERROR
+
+
+class InvalidRequest(ProtocolError):
+    code = INVALID_REQUEST
+
+
+class MethodNotFound(ProtocolError):
+    code = METHOD_NOT_FOUND
+
+
+class InvalidParams(ProtocolError):
+    code = INVALID_PARAMS
+
+
+class InternalError(ProtocolError):
+    code = INTERNAL_ERROR
+
+
+class ResourceNotFound(ProtocolError):
+    code = RESOURCE_NOT_FOUND
+
+
+class URLElicitationRequired(ProtocolError):
+    code = URL_ELICITATION_REQUIRED
+
+
+class HeaderMismatch(ProtocolError):
+    code = HEADER_MISMATCH
+
+
+class MissingClientCapability(ProtocolError):
+    code = MISSING_CLIENT_CAPABILITY
+
+
+class UnsupportedProtocolVersion(ProtocolError):
+    code = UNSUPPORTED_PROTOCOL_VERSION
+
+
+class RemoteError(MCPError):
+    """The peer answered one of our requests with a JSON-RPC error."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(f"{message} (code {code})")
+        self.code = code
+        self.message = message
+        self.data = data
+
+
+class ConnectionClosed(MCPError):
+    """The connection to the peer is gone; pending requests fail with this."""
+
+
+class RequestTimeout(MCPError):
+    """A request got no answer within its timeout; it was cancelled on the peer."""
+
+
+class CapabilityNotSupported(MCPError):
+    """The peer did not declare the capability (or revision) this operation needs."""
+
+
+class ToolError(MCPError):
+    """Raise inside a tool to return ``isError: true`` with this message to the model.
+
+    Use it for failures the model can act on ("city not found: try a nearby larger city").
+    Any other exception raised by a tool is reported with a generic, safe message.
+    """

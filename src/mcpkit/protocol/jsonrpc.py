@@ -1,0 +1,185 @@
+"""JSON-RPC 2.0 envelopes: parse once with orjson, check with plain code, serialize once.
+
+Invariants:
+- A request id is a ``str`` or an ``int`` (never ``bool``, ``float`` or ``None``).
+- A response has exactly one of ``result`` / ``error``; MCP requires ``result`` and
+  ``params`` to be JSON objects.
+- A message that cannot be read produces a ``ProtocolError`` that knows the id to answer
+  with when one could be read (``BadMessage.id``), else ``None``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+
+from .errors import InvalidRequest, ParseError, ProtocolError
+
+RequestId = str | int
+JSONObject = dict[str, Any]
+
+
+@dataclass(slots=True)
+class Request:
+    id: RequestId
+    method: str
+    params: JSONObject | None
+
+
+@dataclass(slots=True)
+class Notification:
+    method: str
+    params: JSONObject | None
+
+
+@dataclass(slots=True)
+class Response:
+    id: RequestId
+    result: JSONObject
+
+
+@dataclass(slots=True)
+class ErrorResponse:
+    id: RequestId | None
+    code: int
+    message: str
+    data: Any = None
+
+
+Message = Request | Notification | Response | ErrorResponse
+
+
+class BadMessage(Exception):
+    """A message that failed envelope checks: ``error`` is what to answer, ``id`` whom."""
+
+    def __init__(self, error: ProtocolError, id: RequestId | None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.id = id
+
+
+def is_valid_id(value: object) -> bool:
+    """True for a JSON-RPC id MCP allows: a string or an integer (not bool/float/null)."""
+    t = type(value)
+    return t is str or t is int
+
+
+def decode(data: bytes | str) -> Any:
+    """Parse JSON text; invalid JSON or invalid UTF-8 raises ``ParseError``."""
+    try:
+        return orjson.loads(data)
+    except orjson.JSONDecodeError as exc:
+        reason = "invalid UTF-8" if "utf-8" in str(exc).lower() else "invalid JSON"
+        raise ParseError(
+            f"Parse error: the message is not valid JSON ({reason}). Send one UTF-8 "
+            "JSON-RPC 2.0 object per message (per line on stdio)."
+        ) from None
+
+
+def encode(message: JSONObject | list[JSONObject]) -> bytes:
+    """Serialize a message (or batch) to compact UTF-8 JSON without newlines."""
+    return orjson.dumps(message)
+
+
+def parse_message(obj: Any) -> Message:
+    """Classify a decoded JSON value as one MCP message; raise ``BadMessage`` if it is not."""
+    if type(obj) is not dict:
+        raise BadMessage(
+            InvalidRequest("Invalid Request: a JSON-RPC message must be a JSON object."), None
+        )
+    raw_id = obj.get("id")
+    has_id = "id" in obj
+    good_id: RequestId | None = raw_id if is_valid_id(raw_id) else None
+    if obj.get("jsonrpc") != "2.0":
+        raise BadMessage(
+            InvalidRequest('Invalid Request: the "jsonrpc" member must be exactly "2.0".'),
+            good_id,
+        )
+    method = obj.get("method")
+    if method is not None:
+        if type(method) is not str or not method:
+            raise BadMessage(
+                InvalidRequest('Invalid Request: "method" must be a non-empty string.'), good_id
+            )
+        params = obj.get("params")
+        if params is not None and type(params) is not dict:
+            raise BadMessage(
+                InvalidRequest('Invalid Request: "params" must be a JSON object when present.'),
+                good_id,
+            )
+        if not has_id:
+            return Notification(method, params)
+        if good_id is None:
+            raise BadMessage(
+                InvalidRequest(
+                    'Invalid Request: "id" must be a string or an integer (not null, '
+                    "fractional, boolean, array or object)."
+                ),
+                None,
+            )
+        return Request(good_id, method, params)
+    if "result" in obj:
+        if "error" in obj:
+            raise BadMessage(
+                InvalidRequest('Invalid Request: a response has "result" or "error", not both.'),
+                None,
+            )
+        result = obj["result"]
+        if good_id is None or type(result) is not dict:
+            raise BadMessage(
+                InvalidRequest(
+                    'Invalid Request: a result response needs a string/integer "id" and an '
+                    'object "result".'
+                ),
+                None,
+            )
+        return Response(good_id, result)
+    if "error" in obj:
+        error = obj["error"]
+        if (
+            type(error) is not dict
+            or type(error.get("code")) is not int
+            or type(error.get("message")) is not str
+        ):
+            raise BadMessage(
+                InvalidRequest(
+                    'Invalid Request: "error" must be an object with an integer "code" and a '
+                    'string "message".'
+                ),
+                None,
+            )
+        if raw_id is not None and good_id is None:
+            raise BadMessage(InvalidRequest('Invalid Request: bad "id" in error response.'), None)
+        return ErrorResponse(good_id, error["code"], error["message"], error.get("data"))
+    raise BadMessage(
+        InvalidRequest(
+            'Invalid Request: a message needs "method" (request/notification) or '
+            '"result"/"error" (response).'
+        ),
+        good_id,
+    )
+
+
+def request(id: RequestId, method: str, params: JSONObject | None) -> JSONObject:
+    msg: JSONObject = {"jsonrpc": "2.0", "id": id, "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def notification(method: str, params: JSONObject | None) -> JSONObject:
+    msg: JSONObject = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        msg["params"] = params
+    return msg
+
+
+def result(id: RequestId, value: JSONObject) -> JSONObject:
+    return {"jsonrpc": "2.0", "id": id, "result": value}
+
+
+def error(id: RequestId | None, err: JSONObject) -> JSONObject:
+    """An error response; ``id`` is ``None`` (sent as null) when the request id was unreadable."""
+    return {"jsonrpc": "2.0", "id": id, "error": err}

@@ -1,0 +1,76 @@
+"""What each method and notification needs: the capability that gates it, and its shape.
+
+A capability is written as a dotted path into a capabilities object: ``"resources.subscribe"``
+means ``capabilities["resources"]["subscribe"]`` must be truthy; ``"tools"`` means the key
+must be present (an empty object counts).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+SERVER_CAPABILITY_FOR_REQUEST: Final[dict[str, str]] = {
+    "resources/list": "resources",
+    "resources/templates/list": "resources",
+    "resources/read": "resources",
+    "resources/subscribe": "resources.subscribe",
+    "resources/unsubscribe": "resources.subscribe",
+    "prompts/list": "prompts",
+    "prompts/get": "prompts",
+    "tools/list": "tools",
+    "tools/call": "tools",
+    "logging/setLevel": "logging",
+    "completion/complete": "completions",
+}
+"""Client->server requests and the server capability each one needs."""
+
+CLIENT_CAPABILITY_FOR_REQUEST: Final[dict[str, str]] = {
+    "sampling/createMessage": "sampling",
+    "roots/list": "roots",
+    "elicitation/create": "elicitation",
+}
+"""Server->client requests and the client capability each one needs."""
+
+SERVER_CAPABILITY_FOR_NOTIFICATION: Final[dict[str, str]] = {
+    "notifications/message": "logging",
+    "notifications/resources/updated": "resources.subscribe",
+    "notifications/resources/list_changed": "resources.listChanged",
+    "notifications/prompts/list_changed": "prompts.listChanged",
+    "notifications/tools/list_changed": "tools.listChanged",
+}
+
+CLIENT_CAPABILITY_FOR_NOTIFICATION: Final[dict[str, str]] = {
+    "notifications/roots/list_changed": "roots.listChanged",
+}
+
+PAGINATED: Final = frozenset(
+    {"resources/list", "resources/templates/list", "prompts/list", "tools/list", "tasks/list"}
+)
+
+LOG_LEVELS: Final = (
+    "debug",
+    "info",
+    "notice",
+    "warning",
+    "error",
+    "critical",
+    "alert",
+    "emergency",
+)
+"""RFC 5424 severities, least severe first."""
+LOG_LEVEL_RANK: Final = {name: rank for rank, name in enumerate(LOG_LEVELS)}
+
+
+def has_capability(capabilities: dict[str, Any] | None, path: str) -> bool:
+    """Whether ``capabilities`` declares the dotted capability ``path``."""
+    node: Any = capabilities
+    parts = path.split(".")
+    for i, part in enumerate(parts):
+        if not isinstance(node, dict) or part not in node:
+            return False
+        node = node[part]
+        if i < len(parts) - 1 and node is None:
+            return False
+    if len(parts) > 1:
+        return bool(node)
+    return node is not None and node is not False

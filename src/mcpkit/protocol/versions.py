@@ -1,0 +1,180 @@
+"""Which revision has what: the table that drives gating and serialization.
+
+Revisions are a set, not a number: code asks ``rev.has("structured_content")`` or
+``"elicitation/create" in rev.server_requests`` instead of comparing dates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Final
+
+V2024_11_05: Final = "2024-11-05"
+V2025_03_26: Final = "2025-03-26"
+V2025_06_18: Final = "2025-06-18"
+V2025_11_25: Final = "2025-11-25"
+V2026_07_28: Final = "2026-07-28"
+
+STATEFUL_VERSIONS: Final = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
+"""The handshake-era revisions, oldest first."""
+STATELESS_VERSIONS: Final = (V2026_07_28,)
+LATEST_STATEFUL: Final = V2025_11_25
+DEFAULT_HTTP_VERSION: Final = V2025_03_26
+"""What a Streamable HTTP server assumes when ``MCP-Protocol-Version`` is absent."""
+
+_BASE_CLIENT_REQUESTS = frozenset(
+    {
+        "initialize",
+        "ping",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "prompts/list",
+        "prompts/get",
+        "tools/list",
+        "tools/call",
+        "logging/setLevel",
+        "completion/complete",
+    }
+)
+_BASE_SERVER_REQUESTS = frozenset({"ping", "sampling/createMessage", "roots/list"})
+_BASE_CLIENT_NOTIFICATIONS = frozenset(
+    {
+        "notifications/initialized",
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/roots/list_changed",
+    }
+)
+_BASE_SERVER_NOTIFICATIONS = frozenset(
+    {
+        "notifications/cancelled",
+        "notifications/progress",
+        "notifications/message",
+        "notifications/resources/list_changed",
+        "notifications/resources/updated",
+        "notifications/prompts/list_changed",
+        "notifications/tools/list_changed",
+    }
+)
+_TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+
+
+@dataclass(frozen=True, slots=True)
+class Revision:
+    """Everything that differs between protocol revisions."""
+
+    version: str
+    stateful: bool
+    batches: bool
+    client_requests: frozenset[str]
+    server_requests: frozenset[str]
+    client_notifications: frozenset[str]
+    server_notifications: frozenset[str]
+    features: frozenset[str] = field(default_factory=frozenset)
+
+    def has(self, feature: str) -> bool:
+        """Whether this revision has a named feature (see ``FEATURES``)."""
+        return feature in self.features
+
+
+FEATURES: Final = {
+    "audio_content": "AudioContent blocks (type: audio)",
+    "tool_annotations": "Tool.annotations (readOnlyHint, …)",
+    "completions_capability": "server capability `completions` gates completion/complete",
+    "progress_message": "notifications/progress carries `message`",
+    "instructions": "InitializeResult.instructions",
+    "title": "`title` on tools, resources, prompts, arguments, Implementation",
+    "structured_content": "Tool.outputSchema and CallToolResult.structuredContent",
+    "resource_link": "resource_link content blocks",
+    "elicitation": "elicitation/create (form)",
+    "completion_context": "completion/complete context.arguments",
+    "icons": "icons on Implementation, tools, resources, templates, prompts",
+    "implementation_extras": "Implementation.description / websiteUrl",
+    "elicitation_url": "URL-mode elicitation, -32042, notifications/elicitation/complete",
+    "sampling_tools": "tools / toolChoice / tool_use / tool_result in sampling",
+    "tool_execution": "Tool.execution.taskSupport",
+    "resource_not_found_32002": "resources/read of an unknown URI answers -32002",
+    "tool_input_errors": "bad tool arguments are isError results, not JSON-RPC errors",
+}
+
+_F_2503 = frozenset(
+    {
+        "audio_content",
+        "tool_annotations",
+        "completions_capability",
+        "progress_message",
+        "instructions",
+        "resource_not_found_32002",
+    }
+)
+_F_2506 = _F_2503 | {"title", "structured_content", "resource_link", "elicitation"} | {
+    "completion_context"
+}
+_F_2511 = _F_2506 | {
+    "icons",
+    "implementation_extras",
+    "elicitation_url",
+    "sampling_tools",
+    "tool_execution",
+    "tool_input_errors",
+}
+
+REVISIONS: Final[dict[str, Revision]] = {
+    V2024_11_05: Revision(
+        V2024_11_05,
+        stateful=True,
+        batches=False,
+        client_requests=_BASE_CLIENT_REQUESTS,
+        server_requests=_BASE_SERVER_REQUESTS,
+        client_notifications=_BASE_CLIENT_NOTIFICATIONS,
+        server_notifications=_BASE_SERVER_NOTIFICATIONS,
+        features=frozenset({"instructions", "resource_not_found_32002"}),
+    ),
+    V2025_03_26: Revision(
+        V2025_03_26,
+        stateful=True,
+        batches=True,
+        client_requests=_BASE_CLIENT_REQUESTS,
+        server_requests=_BASE_SERVER_REQUESTS,
+        client_notifications=_BASE_CLIENT_NOTIFICATIONS,
+        server_notifications=_BASE_SERVER_NOTIFICATIONS,
+        features=_F_2503,
+    ),
+    V2025_06_18: Revision(
+        V2025_06_18,
+        stateful=True,
+        batches=False,
+        client_requests=_BASE_CLIENT_REQUESTS,
+        server_requests=_BASE_SERVER_REQUESTS | {"elicitation/create"},
+        client_notifications=_BASE_CLIENT_NOTIFICATIONS,
+        server_notifications=_BASE_SERVER_NOTIFICATIONS,
+        features=_F_2506,
+    ),
+    V2025_11_25: Revision(
+        V2025_11_25,
+        stateful=True,
+        batches=False,
+        client_requests=_BASE_CLIENT_REQUESTS | _TASK_METHODS,
+        server_requests=_BASE_SERVER_REQUESTS | {"elicitation/create"} | _TASK_METHODS,
+        client_notifications=_BASE_CLIENT_NOTIFICATIONS | {"notifications/tasks/status"},
+        server_notifications=_BASE_SERVER_NOTIFICATIONS
+        | {"notifications/elicitation/complete", "notifications/tasks/status"},
+        features=_F_2511,
+    ),
+}
+
+
+def negotiate(requested: object, supported: tuple[str, ...] = STATEFUL_VERSIONS) -> str:
+    """The version a server answers ``initialize`` with: the requested one if supported,
+    else the newest it supports (the client then decides whether it can go on)."""
+    if isinstance(requested, str) and requested in supported:
+        return requested
+    return max(supported)
+
+
+def revision(version: str) -> Revision:
+    """The table row of a stateful revision; ``KeyError`` for an unknown version."""
+    return REVISIONS[version]

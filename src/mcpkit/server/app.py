@@ -1,0 +1,547 @@
+"""``Server``: the registries, the MCP methods over them, and how to run it.
+
+The declarative API is primary (``Server(tools=[fn, ...])``, ``server.add_tool(fn)``);
+``@server.tool`` and friends are thin shims over it. Each MCP method is a small function
+of (session, request) returning a result now (listing, lookups, argument errors) or a
+coroutine when user code must run; only the latter costs a task.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import logging
+from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import Any, TypeVar, overload
+
+import anyio
+
+from ..protocol.connection import Connection, NotificationReceived, RequestReceived
+from ..protocol.errors import InvalidParams, ResourceNotFound
+from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
+from ..protocol.lifecycle import Role
+from ..session import ByteStream, HandlerResult, Session
+from .context import Context
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate, check_uri
+from .tools import Tool
+
+log = logging.getLogger("mcpkit.server")
+JSON = dict[str, Any]
+F = TypeVar("F", bound=Callable[..., Any])
+Lifespan = Callable[["Server"], AbstractAsyncContextManager[Any]]
+Completer = Callable[..., Any]
+
+
+class Server:
+    """An MCP server: tools, resources, prompts and completions, served over any transport.
+
+    ``name``/``version``/``title``/``description``/``website_url``/``icons`` describe the
+    server (``serverInfo``); ``instructions`` tell the model how to use it. ``lifespan`` is
+    an async context manager factory entered once per process around serving.
+    ``page_size`` bounds list results (cursors are opaque to clients).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str = "0.1.0",
+        *,
+        title: str | None = None,
+        description: str | None = None,
+        website_url: str | None = None,
+        icons: list[JSON] | None = None,
+        instructions: str | None = None,
+        tools: Iterable[Callable[..., Any] | Tool] = (),
+        resources: Iterable[Resource | ResourceTemplate] = (),
+        prompts: Iterable[Callable[..., Any] | Prompt] = (),
+        lifespan: Lifespan | None = None,
+        page_size: int = 1000,
+        max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+    ) -> None:
+        info: JSON = {"name": name, "version": version}
+        if title:
+            info["title"] = title
+        if description:
+            info["description"] = description
+        if website_url:
+            info["websiteUrl"] = website_url
+        if icons:
+            info["icons"] = icons
+        self.name = name
+        self.info = info
+        self.instructions = instructions
+        self.page_size = page_size
+        self.max_message_size = max_message_size
+        self._tools: dict[str, Tool] = {}
+        self._resources: dict[str, Resource] = {}
+        self._templates: dict[str, ResourceTemplate] = {}
+        self._prompts: dict[str, Prompt] = {}
+        self._completers: dict[tuple[str, str, str], Completer] = {}
+        self._sessions: set[Session] = set()
+        self._lifespan = lifespan
+        self._lifespan_users = 0
+        self._lifespan_cm: AbstractAsyncContextManager[Any] | None = None
+        self.lifespan_state: Any = None
+        self.on_roots_changed: Callable[[Context], Any] | None = None
+        for t in tools:
+            self.add_tool(t)
+        for r in resources:
+            self._add_resource_obj(r)
+        for p in prompts:
+            self.add_prompt(p)
+        self._handlers: dict[str, Callable[[Session, RequestReceived], HandlerResult]] = {
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "completion/complete": self._complete,
+        }
+
+    # ------------------------------------------------------------------ registration
+
+    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
+        """Register a tool (a function, or a ready ``Tool``); returns the ``Tool``.
+
+        Options: ``name``, ``title``, ``description``, ``input_schema`` (default: from the
+        type hints, ``additionalProperties: false``), ``output_schema`` (default: from the
+        return annotation), ``annotations`` (readOnlyHint, destructiveHint, …), ``icons``,
+        ``meta``, ``structured_output`` (False: never structured).
+        """
+        if "output_schema" in options:
+            options["output_schema_"] = options.pop("output_schema")
+        tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
+        if tool.name in self._tools:
+            raise ValueError(f"a tool named {tool.name!r} is already registered")
+        self._tools[tool.name] = tool
+        self._list_changed("notifications/tools/list_changed")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        del self._tools[name]
+        self._list_changed("notifications/tools/list_changed")
+
+    @overload
+    def tool(self, fn: F, /) -> F: ...
+
+    @overload
+    def tool(self, fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def tool(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Decorator form of ``add_tool``: ``@server.tool`` or ``@server.tool(name=...)``."""
+        if fn is not None:
+            self.add_tool(fn)
+            return fn
+
+        def register(f: F) -> F:
+            self.add_tool(f, **options)
+            return f
+
+        return register
+
+    def add_resource(
+        self, fn: Callable[..., Any] | str | bytes, uri: str, **options: Any
+    ) -> Resource | ResourceTemplate:
+        """Register a resource at ``uri`` or, when ``uri`` has ``{variables}``, a template.
+
+        ``fn`` is called to read it (template variables as keyword arguments) and returns
+        ``str`` (text), ``bytes`` (blob) or a JSON-able value; a plain ``str``/``bytes``
+        value is served as is. Options: ``name``, ``title``, ``description``, ``mime_type``,
+        ``annotations``, ``icons`` (+ ``size`` for fixed resources).
+        """
+        if isinstance(fn, str | bytes):
+            value = fn
+            options.setdefault("name", uri)
+
+            def fixed() -> str | bytes:
+                return value
+
+            fn = fixed
+        if "{" in uri:
+            options.pop("size", None)
+            obj: Resource | ResourceTemplate = ResourceTemplate(fn, uri, **options)
+        else:
+            obj = Resource(fn, uri, **options)
+        self._add_resource_obj(obj)
+        return obj
+
+    def _add_resource_obj(self, obj: Resource | ResourceTemplate) -> None:
+        if isinstance(obj, ResourceTemplate):
+            self._templates[obj.uri_template] = obj
+        else:
+            self._resources[obj.uri] = obj
+        self._list_changed("notifications/resources/list_changed")
+
+    def remove_resource(self, uri: str) -> None:
+        if uri in self._templates:
+            del self._templates[uri]
+        else:
+            del self._resources[uri]
+        self._list_changed("notifications/resources/list_changed")
+
+    def resource(self, uri: str, **options: Any) -> Callable[[F], F]:
+        """Decorator form of ``add_resource``."""
+
+        def register(f: F) -> F:
+            self.add_resource(f, uri, **options)
+            return f
+
+        return register
+
+    def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
+        """Register a prompt; its parameters are its (string) arguments."""
+        prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
+        if prompt.name in self._prompts:
+            raise ValueError(f"a prompt named {prompt.name!r} is already registered")
+        self._prompts[prompt.name] = prompt
+        self._list_changed("notifications/prompts/list_changed")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        del self._prompts[name]
+        self._list_changed("notifications/prompts/list_changed")
+
+    @overload
+    def prompt(self, fn: F, /) -> F: ...
+
+    @overload
+    def prompt(self, fn: None = None, /, **options: Any) -> Callable[[F], F]: ...
+
+    def prompt(self, fn: F | None = None, /, **options: Any) -> F | Callable[[F], F]:
+        """Decorator form of ``add_prompt``."""
+        if fn is not None:
+            self.add_prompt(fn)
+            return fn
+
+        def register(f: F) -> F:
+            self.add_prompt(f, **options)
+            return f
+
+        return register
+
+    def add_completion(
+        self, *, argument: str, fn: Completer, prompt: str | None = None,
+        resource_template: str | None = None,
+    ) -> None:
+        """Complete ``argument`` of a prompt or resource template.
+
+        ``fn(value, context_arguments)`` returns candidate strings, best first (sync or
+        async). At most 100 are sent; ``total``/``hasMore`` tell the client the rest.
+        """
+        if (prompt is None) == (resource_template is None):
+            raise ValueError("give exactly one of prompt= or resource_template=")
+        key = ("ref/prompt", prompt, argument) if prompt else (
+            "ref/resource", str(resource_template), argument)
+        self._completers[key] = fn
+
+    def completion(
+        self, *, argument: str, prompt: str | None = None, resource_template: str | None = None
+    ) -> Callable[[F], F]:
+        """Decorator form of ``add_completion``."""
+
+        def register(f: F) -> F:
+            self.add_completion(argument=argument, fn=f, prompt=prompt,
+                                resource_template=resource_template)
+            return f
+
+        return register
+
+    # ------------------------------------------------------------------ notifications
+
+    def _list_changed(self, method: str) -> None:
+        for session in list(self._sessions):
+            session.notify(method)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Tell every session subscribed to ``uri`` that it changed."""
+        for session in list(self._sessions):
+            if uri in session.state.get("subscriptions", ()):
+                session.notify("notifications/resources/updated", {"uri": uri})
+
+    # ------------------------------------------------------------------ capabilities
+
+    def capabilities(self) -> JSON:
+        """The server capabilities declared in ``initialize``."""
+        caps: JSON = {"logging": {}}
+        if self._completers:
+            caps["completions"] = {}
+        caps["prompts"] = {"listChanged": True}
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+        caps["tools"] = {"listChanged": True}
+        return caps
+
+    # ------------------------------------------------------------------ serving
+
+    def connection(self) -> Connection:
+        """A fresh protocol connection for one client session."""
+        return Connection(
+            Role.SERVER,
+            info=self.info,
+            capabilities=self.capabilities(),
+            instructions=self.instructions,
+            max_message_size=self.max_message_size,
+        )
+
+    async def serve(self, stream: ByteStream) -> None:
+        """Serve one client over ``stream`` until it closes (lifespan entered around it)."""
+        async with self.lifespan_scope():
+            session = Session(
+                self.connection(),
+                stream,
+                on_request=self._on_request,
+                on_notification=self._on_notification,
+            )
+            self._sessions.add(session)
+            try:
+                await session.run()
+            finally:
+                self._sessions.discard(session)
+
+    async def serve_stdio(self) -> None:
+        """Serve this process's stdin/stdout (see ``transports.stdio``)."""
+        from ..transports.stdio import StdioStream
+
+        stream = StdioStream.for_server()
+        try:
+            await self.serve(stream)
+        finally:
+            await stream.aclose()
+
+    @asynccontextmanager
+    async def lifespan_scope(self) -> AsyncIterator[Any]:
+        """Enter the lifespan once however many sessions run; exit after the last."""
+        if self._lifespan is None:
+            yield None
+            return
+        if self._lifespan_users == 0:
+            cm = self._lifespan(self)
+            self.lifespan_state = await cm.__aenter__()
+            self._lifespan_cm = cm
+        self._lifespan_users += 1
+        try:
+            yield self.lifespan_state
+        finally:
+            self._lifespan_users -= 1
+            if self._lifespan_users == 0 and self._lifespan_cm is not None:
+                cm, self._lifespan_cm = self._lifespan_cm, None
+                with anyio.CancelScope(shield=True):
+                    await cm.__aexit__(None, None, None)
+
+    def run(self, transport: str = "stdio", **options: Any) -> None:
+        """Run the server until it is stopped: ``"stdio"`` (default)."""
+        if transport != "stdio":
+            raise ValueError(f"unknown transport {transport!r}; this version serves 'stdio'")
+        if not logging.getLogger().handlers:
+            logging.basicConfig(
+                level=options.get("log_level", "WARNING"),
+                format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+            )
+        try:
+            anyio.run(self.serve_stdio)
+        except KeyboardInterrupt:
+            pass
+
+    # ------------------------------------------------------------------ dispatch
+
+    def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+        handler = self._handlers.get(event.method)
+        if handler is None:
+            from ..protocol.errors import MethodNotFound
+
+            raise MethodNotFound(f"Method not found: '{event.method}' is not supported.")
+        return handler(session, event)
+
+    def _on_notification(self, session: Session, event: NotificationReceived) -> Any:
+        if event.method == "notifications/roots/list_changed" and self.on_roots_changed:
+            ctx = Context(self, session, 0, event.method, None)
+            return self.on_roots_changed(ctx)
+        return None
+
+    def _context(self, session: Session, event: RequestReceived) -> Context:
+        meta = event.params.get("_meta")
+        return Context(self, session, event.id, event.method,
+                       meta if isinstance(meta, dict) else None)
+
+    def _page(self, event: RequestReceived, items: list[JSON], key: str) -> JSON:
+        cursor = event.params.get("cursor")
+        start = 0
+        if cursor is not None:
+            start = _decode_cursor(cursor)
+            if start > len(items):
+                raise _bad_cursor()
+        end = start + self.page_size
+        result: JSON = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(end)
+        return result
+
+    def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
+        return self._page(event, [t.definition for t in self._tools.values()], "tools")
+
+    def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
+        params = event.params
+        name = params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("Invalid params: tools/call needs 'name' (string).")
+        tool = self._tools.get(name)
+        if tool is None:
+            available = ", ".join(list(self._tools)[:50]) or "none"
+            raise InvalidParams(
+                f"Unknown tool: '{name[:100]}'. Available tools: {available}. Call tools/list "
+                "for their schemas.",
+                {"name": name[:100]},
+            )
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise InvalidParams("Invalid params: tools/call 'arguments' must be an object.")
+        invalid = tool.invalid_arguments(arguments)
+        if invalid is not None:
+            rev = session.conn.revision
+            if rev is not None and not rev.has("tool_input_errors"):
+                raise InvalidParams(invalid["content"][0]["text"])
+            return invalid
+        return tool.call(arguments, self._context(session, event))
+
+    def _resources_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [r.definition() for r in self._resources.values()]
+        return self._page(event, items, "resources")
+
+    def _templates_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [t.definition() for t in self._templates.values()]
+        return self._page(event, items, "resourceTemplates")
+
+    def _resources_read(self, session: Session, event: RequestReceived) -> HandlerResult:
+        uri = check_uri(event.params.get("uri"))
+        ctx = self._context(session, event)
+        resource = self._resources.get(uri)
+        if resource is not None:
+            return _read_static(resource, ctx)
+        for template in self._templates.values():
+            values = template.match(uri)
+            if values is not None:
+                return _read_template(template, uri, values, ctx)
+        raise ResourceNotFound(
+            f"Resource not found: {uri[:200]}. Call resources/list and "
+            "resources/templates/list to see what this server offers.",
+            {"uri": uri},
+        )
+
+    def _subscribe(self, session: Session, event: RequestReceived) -> JSON:
+        uri = check_uri(event.params.get("uri"))
+        session.state.setdefault("subscriptions", set()).add(uri)
+        return {}
+
+    def _unsubscribe(self, session: Session, event: RequestReceived) -> JSON:
+        uri = check_uri(event.params.get("uri"))
+        session.state.setdefault("subscriptions", set()).discard(uri)
+        return {}
+
+    def _prompts_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [p.definition() for p in self._prompts.values()]
+        return self._page(event, items, "prompts")
+
+    def _prompts_get(self, session: Session, event: RequestReceived) -> HandlerResult:
+        name = event.params.get("name")
+        if not isinstance(name, str):
+            raise InvalidParams("Invalid params: prompts/get needs 'name' (string).")
+        prompt = self._prompts.get(name)
+        if prompt is None:
+            available = ", ".join(list(self._prompts)[:50]) or "none"
+            raise InvalidParams(
+                f"Unknown prompt: '{name[:100]}'. Available prompts: {available}."
+            )
+        args = prompt.check(event.params.get("arguments"))
+        return prompt.render(args, self._context(session, event))
+
+    def _complete(self, session: Session, event: RequestReceived) -> HandlerResult:
+        params = event.params
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument'.")
+        kind = ref.get("type")
+        arg_name = argument.get("name")
+        value = argument.get("value", "")
+        if not isinstance(arg_name, str) or not isinstance(value, str):
+            raise InvalidParams("Invalid params: 'argument' needs string 'name' and 'value'.")
+        if kind == "ref/prompt":
+            key = ref.get("name")
+            prompt = self._prompts.get(key) if isinstance(key, str) else None
+            if prompt is None:
+                raise InvalidParams(f"Invalid params: unknown prompt {key!r}.")
+            if arg_name not in prompt.names:
+                raise InvalidParams(
+                    f"Invalid params: prompt {key!r} has no argument {arg_name!r}."
+                )
+        elif kind == "ref/resource":
+            key = ref.get("uri")
+            if not isinstance(key, str) or key not in self._templates and key not in (
+                self._resources
+            ):
+                raise InvalidParams(f"Invalid params: unknown resource template {key!r}.")
+        else:
+            raise InvalidParams(
+                "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'."
+            )
+        completer = self._completers.get((kind, key, arg_name))
+        if completer is None:
+            return {"completion": {"values": [], "total": 0, "hasMore": False}}
+        context = params.get("context")
+        ctx_args = context.get("arguments") if isinstance(context, dict) else None
+        return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {})
+
+
+async def _read_static(resource: Resource, ctx: Context) -> JSON:
+    return {"contents": await resource.read(ctx)}
+
+
+async def _read_template(
+    template: ResourceTemplate, uri: str, values: dict[str, str], ctx: Context
+) -> JSON:
+    return {"contents": await template.read(uri, values, ctx)}
+
+
+async def _complete(completer: Completer, value: str, context: dict[str, Any]) -> JSON:
+    out = completer(value, context)
+    if isinstance(out, Coroutine):
+        out = await out
+    values = [str(v) for v in (out or [])]
+    return {
+        "completion": {
+            "values": values[:100],
+            "total": len(values),
+            "hasMore": len(values) > 100,
+        }
+    }
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"mcpkit:{offset}".encode()).decode().rstrip("=")
+
+
+def _bad_cursor() -> InvalidParams:
+    return InvalidParams(
+        "Invalid params: the cursor is not one this server issued (or it expired); call "
+        "again without a cursor to start from the first page."
+    )
+
+
+def _decode_cursor(cursor: Any) -> int:
+    if not isinstance(cursor, str) or len(cursor) > 64:
+        raise _bad_cursor()
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, num = text.partition(":")
+        if prefix != "mcpkit" or not num.isdigit():
+            raise ValueError
+        return int(num)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise _bad_cursor() from None

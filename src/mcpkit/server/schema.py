@@ -1,0 +1,216 @@
+"""JSON Schema 2020-12 from Python type hints, and argument conversion.
+
+Plain types (``str``, ``int``, ``float``, ``bool``, ``None``, ``list[...]``,
+``dict[str, ...]``, ``Optional``/unions, ``Literal``, ``Enum``) are mapped here directly so
+a simple server never imports pydantic; anything richer (pydantic models, dataclasses,
+TypedDicts, ``Annotated[..., Field(...)]``) goes through pydantic's ``TypeAdapter``.
+"""
+
+from __future__ import annotations
+
+import enum
+import inspect
+import re
+import types
+import typing
+from collections.abc import Callable
+from typing import Any, Literal, Union, get_args, get_origin
+
+JSON = dict[str, Any]
+
+_PRIMITIVES: dict[Any, JSON] = {
+    str: {"type": "string"},
+    int: {"type": "integer"},
+    float: {"type": "number"},
+    bool: {"type": "boolean"},
+    type(None): {"type": "null"},
+    Any: {},
+}
+
+
+class NeedsPydantic(Exception):
+    """The type is not a plain one; pydantic must build its schema and convert values."""
+
+
+def plain_schema(tp: Any) -> JSON:
+    """Schema of a plain type; raises ``NeedsPydantic`` for anything else."""
+    if tp in _PRIMITIVES:
+        return dict(_PRIMITIVES[tp])
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
+        if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
+            raise NeedsPydantic
+        schema: JSON = {"type": "array"}
+        if args:
+            schema["items"] = plain_schema(args[0])
+        if origin in (set, frozenset):
+            schema["uniqueItems"] = True
+        return schema
+    if origin is dict or tp is dict:
+        schema = {"type": "object"}
+        if args:
+            if args[0] is not str:
+                raise NeedsPydantic
+            schema["additionalProperties"] = plain_schema(args[1])
+        return schema
+    if origin is Union or origin is types.UnionType:
+        return {"anyOf": [plain_schema(a) for a in args]}
+    if origin is Literal:
+        if all(isinstance(a, str | int | bool) or a is None for a in args):
+            return {"enum": list(args)}
+        raise NeedsPydantic
+    if isinstance(tp, type) and issubclass(tp, enum.Enum):
+        values = [m.value for m in tp]
+        if all(isinstance(v, str | int) for v in values):
+            return {"enum": values}
+    raise NeedsPydantic
+
+
+def type_schema(tp: Any) -> tuple[JSON, Any]:
+    """Schema of any type, and a pydantic ``TypeAdapter`` when values need converting."""
+    try:
+        return plain_schema(tp), None
+    except NeedsPydantic:
+        pass
+    from pydantic import TypeAdapter
+
+    adapter: Any = TypeAdapter(tp)
+    return adapter.json_schema(), adapter
+
+
+def _hoist_defs(schema: JSON, defs: JSON) -> JSON:
+    sub_defs = schema.pop("$defs", None)
+    if sub_defs:
+        defs.update(sub_defs)
+    return schema
+
+
+_ARGS_HEADER = re.compile(r"^\s*(Args|Arguments|Parameters|Params)\s*:\s*$")
+_ARG_LINE = re.compile(r"^\s+(\*{0,2}\w+)\s*(\([^)]*\))?\s*:\s*(.*)$")
+_SECTION = re.compile(r"^\s*(Returns|Raises|Yields|Examples?|Notes?)\s*:\s*$")
+
+
+def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
+    """Split a Google-style docstring into (description, {param: description})."""
+    if not doc:
+        return "", {}
+    doc = inspect.cleandoc(doc)
+    lines = doc.splitlines()
+    desc: list[str] = []
+    params: dict[str, str] = {}
+    current: str | None = None
+    mode = "desc"
+    for line in lines:
+        if _ARGS_HEADER.match(line):
+            mode = "args"
+            continue
+        if _SECTION.match(line):
+            mode = "other"
+            continue
+        if mode == "desc":
+            desc.append(line)
+        elif mode == "args":
+            m = _ARG_LINE.match(line)
+            if m:
+                current = m.group(1).lstrip("*")
+                params[current] = m.group(3).strip()
+            elif current and line.strip():
+                params[current] = (params[current] + " " + line.strip()).strip()
+    return "\n".join(desc).strip(), params
+
+
+class Signature:
+    """A function's parameters as a JSON Schema object, and how to call it with JSON args."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        skip: Callable[[str, Any], bool],
+        param_docs: dict[str, str] | None = None,
+    ) -> None:
+        sig = inspect.signature(fn)
+        try:
+            hints = typing.get_type_hints(fn, include_extras=True)
+        except Exception:  # noqa: BLE001 - unresolvable hints fall back to raw annotations
+            hints = {}
+        self.context_param: str | None = None
+        self.adapters: dict[str, Any] = {}
+        self.names: list[str] = []
+        properties: JSON = {}
+        required: list[str] = []
+        defs: JSON = {}
+        docs = param_docs or {}
+        for name, param in sig.parameters.items():
+            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                continue
+            tp = hints.get(name, param.annotation)
+            if skip(name, tp):
+                self.context_param = name
+                continue
+            if tp is inspect.Parameter.empty:
+                tp = Any
+            schema, adapter = type_schema(tp)
+            schema = _hoist_defs(schema, defs)
+            if adapter is not None:
+                self.adapters[name] = adapter
+            if docs.get(name) and "description" not in schema:
+                schema["description"] = docs[name]
+            if param.default is inspect.Parameter.empty:
+                required.append(name)
+            else:
+                default = param.default
+                if isinstance(default, enum.Enum):
+                    default = default.value
+                if default is None or isinstance(default, str | int | float | bool):
+                    schema["default"] = default
+            properties[name] = schema
+            self.names.append(name)
+        schema_obj: JSON = {"type": "object", "properties": properties}
+        if required:
+            schema_obj["required"] = required
+        schema_obj["additionalProperties"] = False
+        if defs:
+            schema_obj["$defs"] = defs
+        self.schema = schema_obj
+
+    def convert(self, arguments: JSON) -> JSON:
+        """Turn validated JSON arguments into the Python values the function expects."""
+        if not self.adapters:
+            return arguments
+        out = dict(arguments)
+        for name, adapter in self.adapters.items():
+            if name in out:
+                out[name] = adapter.validate_python(out[name])
+        return out
+
+
+def output_schema(annotation: Any) -> tuple[JSON | None, bool, Any]:
+    """(outputSchema, wrapped, adapter) for a return annotation.
+
+    ``wrapped`` means the schema is ``{"result": <value schema>}`` because the value is not
+    an object. ``None`` when the return is text or content (no structured output).
+    """
+    from .content import CONTENT_TYPES
+
+    if annotation in (inspect.Signature.empty, None, type(None), str, Any):
+        return None, False, None
+    origin = get_origin(annotation)
+    if annotation in CONTENT_TYPES or (
+        origin in (list, Union, types.UnionType)
+        and any(a in CONTENT_TYPES for a in get_args(annotation))
+    ):
+        return None, False, None
+    schema, adapter = type_schema(annotation)
+    if schema.get("type") == "object":
+        return schema, False, adapter
+    defs = schema.pop("$defs", None)
+    wrapped: JSON = {
+        "type": "object",
+        "properties": {"result": schema},
+        "required": ["result"],
+    }
+    if defs:
+        wrapped["$defs"] = defs
+    return wrapped, True, adapter

@@ -1,0 +1,212 @@
+"""Tools: a function, its advertised schemas, argument validation and result building.
+
+The ``inputSchema`` advertised in ``tools/list`` is the very schema arguments are checked
+against, compiled once at registration with ``jsonschema_rs``. Failures of the tool itself
+(bad arguments included, from 2025-11-25 on) are results with ``isError: true`` whose text
+tells the model what went wrong and what to do; unknown tools are protocol errors.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import re
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+
+from ..protocol.errors import ToolError
+from .content import summarise, to_blocks, to_json_text
+from .context import Context
+from .schema import Signature, output_schema, parse_docstring
+
+log = logging.getLogger("mcpkit.server")
+JSON = dict[str, Any]
+TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
+
+
+def _is_context(name: str, tp: Any) -> bool:
+    return tp is Context or (isinstance(tp, str) and tp.endswith("Context"))
+
+
+def describe_schema(schema: JSON) -> str:
+    """A one-line human summary of an object schema's properties, for error messages."""
+    props = schema.get("properties") or {}
+    required = set(schema.get("required") or ())
+    parts = []
+    for name, sub in props.items():
+        kind = sub.get("type") or ("enum " + "|".join(map(str, sub["enum"])) if "enum" in sub
+                                   else "any")
+        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
+    return ", ".join(parts) if parts else "no arguments"
+
+
+class Tool:
+    """One registered tool."""
+
+    def __init__(
+        self,
+        fn: Callable[..., Any],
+        *,
+        name: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+        input_schema: JSON | None = None,
+        output_schema_: JSON | None = None,
+        annotations: JSON | None = None,
+        icons: list[JSON] | None = None,
+        meta: JSON | None = None,
+        structured_output: bool | None = None,
+    ) -> None:
+        self.fn = fn
+        self.name = name or fn.__name__
+        if not TOOL_NAME.match(self.name):
+            raise ValueError(
+                f"invalid tool name {self.name!r}: use 1-128 characters of A-Z a-z 0-9 _ - ."
+            )
+        doc_desc, param_docs = parse_docstring(inspect.getdoc(fn))
+        self.description = description if description is not None else doc_desc
+        self.signature = Signature(fn, skip=_is_context, param_docs=param_docs)
+        self.input_schema = input_schema if input_schema is not None else self.signature.schema
+        if self.input_schema.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
+        self._validator: Any = None
+        self.wrapped = False
+        self._out_adapter: Any = None
+        if output_schema_ is not None:
+            self.output_schema: JSON | None = output_schema_
+        elif structured_output is False:
+            self.output_schema = None
+        else:
+            ret = inspect.signature(fn).return_annotation
+            try:
+                import typing
+
+                ret = typing.get_type_hints(fn).get("return", ret)
+            except Exception:  # noqa: BLE001
+                pass
+            self.output_schema, self.wrapped, self._out_adapter = output_schema(ret)
+        self._output_validator: Any = None
+        self.title = title
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
+            getattr(fn, "__call__", None)
+        )
+        self.definition = self._definition()
+
+    def _definition(self) -> JSON:
+        d: JSON = {"name": self.name}
+        if self.title:
+            d["title"] = self.title
+        d["description"] = self.description or self.name
+        d["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            d["outputSchema"] = self.output_schema
+        if self.annotations:
+            d["annotations"] = self.annotations
+        if self.icons:
+            d["icons"] = self.icons
+        if self.meta:
+            d["_meta"] = self.meta
+        return d
+
+    # ------------------------------------------------------------------ calling
+
+    @property
+    def validator(self) -> Any:
+        """The compiled ``inputSchema`` validator, built on first use (keeps the compiled
+        validator library and per-tool compile work off the start-up path)."""
+        if self._validator is None:
+            self._validator = compile_schema(self.input_schema)
+        return self._validator
+
+    @property
+    def output_validator(self) -> Any:
+        if self._output_validator is None and self.output_schema is not None:
+            self._output_validator = compile_schema(self.output_schema)
+        return self._output_validator
+
+    def invalid_arguments(self, arguments: Any) -> JSON | None:
+        """An ``isError`` result if ``arguments`` fail the input schema, else None."""
+        if self.validator.is_valid(arguments):
+            return None
+        problems = []
+        for err in self.validator.iter_errors(arguments):
+            where = "/".join(str(p) for p in err.instance_path) or "arguments"
+            problems.append(f"{where}: {err.message}")
+            if len(problems) >= 10:
+                break
+        text = (
+            f"Invalid arguments for tool '{self.name}': " + "; ".join(problems) + ". "
+            f"Expected: {describe_schema(self.input_schema)}. "
+            "Fix the arguments to match the tool's inputSchema and call it again."
+        )
+        return error_result(text)
+
+    async def call(self, arguments: JSON, ctx: Context) -> JSON:
+        """Run the tool on validated ``arguments``; always returns a ``CallToolResult``."""
+        try:
+            kwargs = self.signature.convert(arguments)
+        except Exception as exc:  # noqa: BLE001 - pydantic ValidationError and friends
+            return error_result(
+                f"Invalid arguments for tool '{self.name}': {_short(exc)}. Fix them and retry."
+            )
+        if self.signature.context_param:
+            kwargs[self.signature.context_param] = ctx
+        try:
+            if self.is_async:
+                value = await self.fn(**kwargs)
+            else:
+                value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+        except ToolError as exc:
+            return error_result(str(exc) or f"The tool '{self.name}' failed.")
+        except Exception as exc:
+            log.exception("tool %r raised", self.name)
+            return error_result(
+                f"The tool '{self.name}' failed unexpectedly ({type(exc).__name__}). The "
+                "details were logged on the server; try different arguments or try again later."
+            )
+        return self.build_result(value)
+
+    def build_result(self, value: Any) -> JSON:
+        """``CallToolResult`` for a return value: structured when an outputSchema exists."""
+        if isinstance(value, dict) and "content" in value and (
+            "isError" in value or "structuredContent" in value
+        ):
+            return value  # already a CallToolResult
+        if self.output_schema is None:
+            return {"content": to_blocks(value), "isError": False}
+        if self._out_adapter is not None:
+            value = self._out_adapter.dump_python(value, mode="json")
+        structured = {"result": value} if self.wrapped else value
+        if self.output_validator is not None and not self.output_validator.is_valid(structured):
+            log.error("tool %r returned a value that does not match its outputSchema", self.name)
+            return error_result(
+                f"The tool '{self.name}' produced output that does not match its declared "
+                "outputSchema; this is a server bug, report it to the server's operator."
+            )
+        text = to_json_text(value)
+        return {
+            "content": [{"type": "text", "text": summarise(text)}],
+            "structuredContent": structured,
+            "isError": False,
+        }
+
+
+def compile_schema(schema: JSON) -> Any:
+    """A ``jsonschema_rs`` validator (JSON Schema 2020-12 unless ``$schema`` says otherwise)."""
+    import jsonschema_rs
+
+    return jsonschema_rs.validator_for(schema)
+
+
+def error_result(text: str) -> JSON:
+    return {"content": [{"type": "text", "text": text}], "isError": True}
+
+
+def _short(exc: Exception) -> str:
+    text = str(exc).splitlines()
+    return "; ".join(line.strip() for line in text[:6] if line.strip())

@@ -1,0 +1,469 @@
+"""Drive a sans-I/O ``Connection`` over a byte stream with anyio: read, dispatch, write.
+
+One reader loop feeds the connection; protocol methods answered by the core or by a
+synchronous handler are answered inline, without a task; only handlers that may wait run
+in their own task (a plain ``asyncio`` task on asyncio, a task-group child elsewhere), so
+a cancellation can stop exactly that request. One writer task drains the connection's
+outbox, coalescing everything queued since its last write into one ``send``.
+
+Failure modes: the peer closing its side ends ``run()`` normally; a broken transport ends
+it with the transport's exception. Either way every pending outbound request fails with
+``ConnectionClosed`` and every running handler is cancelled.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import math
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+import anyio
+import sniffio
+
+from .protocol.connection import (
+    CancelRequested,
+    Connection,
+    ErrorReceived,
+    Event,
+    HandshakeFailed,
+    NotificationReceived,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    SessionReady,
+    SessionStarted,
+)
+from .protocol.errors import (
+    ConnectionClosed,
+    InternalError,
+    ProtocolError,
+    RemoteError,
+    RequestTimeout,
+)
+from .protocol.jsonrpc import JSONObject, RequestId
+
+log = logging.getLogger("mcpkit")
+
+
+class ByteStream(Protocol):
+    """What a stream transport gives a session.
+
+    ``receive`` returns the next chunk of bytes and raises ``anyio.EndOfStream`` when the
+    peer closed its side, ``anyio.BrokenResourceError`` when the transport broke;
+    ``send`` writes all of ``data`` (same errors); ``aclose`` releases the transport.
+    """
+
+    async def receive(self) -> bytes: ...
+
+    async def send(self, data: bytes) -> None: ...
+
+    async def aclose(self) -> None: ...
+
+
+HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
+RequestHandler = Callable[["Session", RequestReceived], HandlerResult]
+"""Answers an inbound request: a result now, or a coroutine producing it (run in a task).
+Raising ``ProtocolError`` answers with that error."""
+NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+
+@dataclass(slots=True)
+class _Waiter:
+    done: anyio.Event = field(default_factory=anyio.Event)
+    result: JSONObject | None = None
+    error: Exception | None = None
+    on_progress: ProgressCallback | None = None
+
+
+class Session:
+    """One MCP session over one byte stream, for either role."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        stream: ByteStream,
+        *,
+        on_request: RequestHandler | None = None,
+        on_notification: NotificationHandler | None = None,
+        on_event: Callable[[Session, Event], None] | None = None,
+    ) -> None:
+        self.conn = conn
+        self.stream = stream
+        self._on_request = on_request
+        self._on_notification = on_notification
+        self._on_event = on_event
+        self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
+        self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
+        self.drain_timeout = 5.0  # seconds handlers may finish after the input ended
+        self._waiters: dict[RequestId, _Waiter] = {}
+        self._wakeup = anyio.Event()
+        self._closed = False
+        self._tg: anyio.abc.TaskGroup | None = None
+        self._asyncio_loop: Any = None
+        self._tasks: set[Any] = set()
+        self._try_send: Callable[[bytes], int] | None = None
+        self._flush_scheduled = False
+        self._writer_busy = False
+        self._backlog = b""
+        self.started = anyio.Event()  # handshake result known (SessionStarted/HandshakeFailed)
+        self.handshake_error: str | None = None
+        self.state: dict[str, Any] = {}  # per-session data for the layers above
+
+    # ------------------------------------------------------------------ running
+
+    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
+            -> None:
+        """Serve until the peer closes its side or the transport breaks."""
+        if sniffio.current_async_library() == "asyncio":
+            import asyncio
+
+            self._asyncio_loop = asyncio.get_running_loop()
+            self._try_send = getattr(self.stream, "try_send", None)
+        try:
+            async with anyio.create_task_group() as tg:
+                self._tg = tg
+                tg.start_soon(self._writer)
+                task_status.started()
+                eof = False
+                try:
+                    await self._reader()
+                    eof = True
+                finally:
+                    if eof:
+                        await self._drain()
+                    self._shutdown()
+                    await self._cancel_handlers()
+                    with anyio.CancelScope(shield=True):
+                        await self._flush_final()
+                    tg.cancel_scope.cancel()
+        finally:
+            self._closed = True
+            self._fail_waiters()
+
+    async def _reader(self) -> None:
+        conn, stream = self.conn, self.stream
+        while True:
+            try:
+                data = await stream.receive()
+            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
+                for event in conn.receive_eof():
+                    self._handle(event)
+                self._kick()
+                return
+            for event in conn.receive_data(data):
+                self._handle(event)
+            self._kick()
+
+    async def _drain(self) -> None:
+        """At end of input, let running handlers finish (up to ``drain_timeout``)."""
+        with anyio.move_on_after(self.drain_timeout):
+            while self._handles:
+                await anyio.sleep(0.005)
+
+    async def _writer(self) -> None:
+        conn, stream = self.conn, self.stream
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = anyio.Event()
+            data = self._backlog + conn.data_to_send()
+            self._backlog = b""
+            if data:
+                try:
+                    await stream.send(data)
+                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                    self._shutdown()
+                    return
+            self._writer_busy = False
+
+    async def _flush_final(self) -> None:
+        data = self._backlog + self.conn.data_to_send()
+        self._backlog = b""
+        if data:
+            try:
+                with anyio.move_on_after(5):
+                    await self.stream.send(data)
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+
+    def _kick(self) -> None:
+        """Arrange for queued output to be written soon, coalescing what piles up meanwhile."""
+        if self._try_send is None or self._writer_busy:
+            self._wakeup.set()
+        elif not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._asyncio_loop.call_soon(self._flush_now)
+
+    def _flush_now(self) -> None:
+        # Runs as a loop callback after the tasks made ready this iteration: one
+        # non-blocking write for everything they queued; a remainder goes to the writer.
+        self._flush_scheduled = False
+        if self._writer_busy or self._closed:
+            self._wakeup.set()
+            return
+        data = self.conn.data_to_send()
+        if not data:
+            return
+        assert self._try_send is not None
+        try:
+            n = self._try_send(data)
+        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+            self._shutdown()
+            if self._tg is not None:
+                self._tg.cancel_scope.cancel()
+            return
+        if n < len(data):
+            self._backlog = data[n:]
+            self._writer_busy = True
+            self._wakeup.set()
+
+    def _shutdown(self) -> None:
+        if not self._closed:
+            self._closed = True
+            self._fail_waiters()
+
+    def _fail_waiters(self) -> None:
+        self.conn.fail_pending()
+        for waiter in self._waiters.values():
+            if waiter.result is None and waiter.error is None:
+                waiter.error = ConnectionClosed("the connection to the peer closed")
+            waiter.done.set()
+        self._waiters.clear()
+        if not self.started.is_set():
+            self.handshake_error = self.handshake_error or "the connection closed"
+            self.started.set()
+
+    def _cancel(self, rid: RequestId, handle: Any) -> None:
+        handle.cancel()
+        coro = self._coros.pop(rid, None)
+        if coro is not None and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
+            coro.close()  # never started: close it so it is not reported as un-awaited
+
+    async def _cancel_handlers(self) -> None:
+        for rid, handle in list(self._handles.items()):
+            self._cancel(rid, handle)
+        tasks = list(self._tasks)
+        if tasks:
+            with anyio.CancelScope(shield=True):
+                for task in tasks:
+                    try:
+                        await task
+                    except BaseException:  # noqa: BLE001 - each was cancelled on purpose
+                        pass
+
+    # ------------------------------------------------------------------ events
+
+    def _handle(self, event: Event) -> None:
+        t = type(event)
+        if t is RequestReceived:
+            assert isinstance(event, RequestReceived)
+            self._start_request(event)
+        elif t is CancelRequested:
+            assert isinstance(event, CancelRequested)
+            handle = self._handles.pop(event.id, None)
+            if handle is not None:
+                self._cancel(event.id, handle)
+        elif t is ResponseReceived or t is ErrorReceived:
+            assert isinstance(event, ResponseReceived | ErrorReceived)
+            waiter = self._waiters.pop(event.id, None)
+            if waiter is not None:
+                if isinstance(event, ResponseReceived):
+                    waiter.result = event.result
+                else:
+                    waiter.error = event.error
+                waiter.done.set()
+        elif t is ProgressReceived:
+            assert isinstance(event, ProgressReceived)
+            waiter = self._waiters.get(event.request_id)
+            if waiter is not None and waiter.on_progress is not None:
+                self._spawn_callback(
+                    waiter.on_progress, event.progress, event.total, event.message
+                )
+        elif t is NotificationReceived:
+            assert isinstance(event, NotificationReceived)
+            if self._on_notification is not None:
+                self._spawn_callback(self._on_notification, self, event)
+        elif t is ProtocolViolation:
+            assert isinstance(event, ProtocolViolation)
+            log.debug("protocol violation from peer: %s", event.error.message)
+        else:
+            if isinstance(event, SessionStarted | HandshakeFailed):
+                if isinstance(event, HandshakeFailed):
+                    self.handshake_error = event.reason
+                self.started.set()
+            if self._on_event is not None:
+                self._on_event(self, event)
+            elif isinstance(event, SessionReady):
+                pass
+
+    def _start_request(self, event: RequestReceived) -> None:
+        handler = self._on_request
+        conn = self.conn
+        if handler is None:
+            conn.send_error(event.id, InternalError("Internal error: no request handler."))
+            return
+        try:
+            outcome = handler(self, event)
+        except ProtocolError as exc:
+            conn.send_error(event.id, exc)
+            return
+        except Exception:
+            log.exception("handler for %r failed", event.method)
+            conn.send_error(event.id, _internal(event.method))
+            return
+        if type(outcome) is dict:
+            conn.send_result(event.id, outcome)
+            return
+        assert not isinstance(outcome, dict)
+        self._spawn_request(event, outcome)
+
+    def _spawn_request(self, event: RequestReceived, coro: Coroutine[Any, Any, JSONObject]) -> None:
+        loop = self._asyncio_loop
+        if loop is not None:
+            task = loop.create_task(self._run_handler(event, coro, None))
+            self._handles[event.id] = task
+            self._coros[event.id] = coro
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            scope = anyio.CancelScope()
+            self._handles[event.id] = scope
+            self._coros[event.id] = coro
+            assert self._tg is not None
+            self._tg.start_soon(self._run_handler, event, coro, scope)
+
+    async def _run_handler(
+        self,
+        event: RequestReceived,
+        coro: Coroutine[Any, Any, JSONObject],
+        scope: anyio.CancelScope | None,
+    ) -> None:
+        rid = event.id
+        conn = self.conn
+        try:
+            if scope is not None:
+                with scope:
+                    result = await coro
+                if scope.cancelled_caught:
+                    return
+            else:
+                result = await coro
+        except ProtocolError as exc:
+            conn.send_error(rid, exc)
+        except Exception:
+            log.exception("handler for %r failed", event.method)
+            conn.send_error(rid, _internal(event.method))
+        else:
+            conn.send_result(rid, result)
+        finally:
+            if scope is None or not scope.cancel_called:
+                self._handles.pop(rid, None)
+            self._coros.pop(rid, None)
+            coro.close()
+            self._kick()
+
+    def _spawn_callback(self, fn: Callable[..., Any], *args: Any) -> None:
+        async def call() -> None:
+            try:
+                res = fn(*args)
+                if res is not None and hasattr(res, "__await__"):
+                    await res
+            except Exception:
+                log.exception("callback %r failed", fn)
+
+        loop = self._asyncio_loop
+        if loop is not None:
+            task = loop.create_task(call())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        elif self._tg is not None:
+            self._tg.start_soon(call)
+
+    # ------------------------------------------------------------------ API for handlers
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def notify(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> bool:
+        """Send a notification (False if the revision/capabilities do not allow it)."""
+        if self._closed:
+            return False
+        sent = self.conn.send_notification(method, params, related=related)
+        if sent:
+            self._kick()
+        return sent
+
+    def progress(
+        self, rid: RequestId, progress: float, total: float | None, message: str | None
+    ) -> bool:
+        if self._closed:
+            return False
+        sent = self.conn.send_progress(rid, progress, total, message)
+        if sent:
+            self._kick()
+        return sent
+
+    def log(self, level: str, data: Any, logger: str | None, related: RequestId | None) -> bool:
+        if self._closed:
+            return False
+        sent = self.conn.send_log(level, data, logger, related=related)
+        if sent:
+            self._kick()
+        return sent
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        timeout: float | None = 60.0,
+        related: RequestId | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONObject:
+        """Send a request to the peer and wait for its result.
+
+        Raises ``RemoteError`` (the peer answered with an error), ``RequestTimeout`` (no
+        answer within ``timeout`` seconds; ``notifications/cancelled`` was sent),
+        ``ConnectionClosed`` (the connection ended first) and ``CapabilityNotSupported``
+        (the peer or the revision lacks the feature; nothing was sent). If the caller is
+        cancelled, the request is cancelled on the peer too.
+        """
+        if self._closed:
+            raise ConnectionClosed("the connection to the peer is closed")
+        rid = self.conn.send_request(method, params, related=related)
+        waiter = _Waiter(on_progress=on_progress)
+        self._waiters[rid] = waiter
+        self._kick()
+        completed = False
+        try:
+            with anyio.move_on_after(math.inf if timeout is None else timeout):
+                await waiter.done.wait()
+                completed = True
+        finally:
+            if not completed:
+                self._waiters.pop(rid, None)
+                if self.conn.cancel_request(rid, "timed out" if timeout else "cancelled"):
+                    self._kick()
+        if not completed:
+            raise RequestTimeout(f"no answer to '{method}' within {timeout} seconds")
+        if waiter.error is not None:
+            raise waiter.error
+        assert waiter.result is not None
+        return waiter.result
+
+
+def _internal(method: str) -> InternalError:
+    return InternalError(
+        f"Internal error while handling '{method}'. The server logged the details; retry "
+        "later or report it to the server's operator."
+    )
+
+
+__all__ = ["ByteStream", "RemoteError", "Session"]

@@ -1,0 +1,1 @@
+"""Byte-stream transports: stdio (file descriptors) and in-memory pairs."""
