@@ -131,13 +131,7 @@ def norm(events: list[Event]) -> list[Any]:
 
 def wire(conn: Connection) -> list[Any]:
     """Drain ``conn``'s output and decode it, one JSON value per line."""
-    data = conn.data_to_send()
-    if not data:
-        return []
-    assert data.endswith(b"\n")
-    lines = data[:-1].split(b"\n")
-    assert all(lines), "no blank lines on the wire"
-    return [orjson.loads(line) for line in lines]
+    return decode_lines(conn.data_to_send())
 
 
 def send(conn: Connection, *objs: Any) -> list[Event]:
@@ -147,6 +141,21 @@ def send(conn: Connection, *objs: Any) -> list[Event]:
 
 def pump(src: Connection, dst: Connection) -> list[Event]:
     return dst.receive_data(src.data_to_send())
+
+
+def decode_lines(data: bytes) -> list[Any]:
+    if not data:
+        return []
+    assert data.endswith(b"\n")
+    lines = data[:-1].split(b"\n")
+    assert all(lines), "no blank lines on the wire"
+    return [orjson.loads(line) for line in lines]
+
+
+def transfer(src: Connection, dst: Connection) -> tuple[list[Any], list[Event]]:
+    """Like ``pump``, but also return the messages that crossed the wire (decoded)."""
+    data = src.data_to_send()
+    return decode_lines(data), dst.receive_data(data)
 
 
 def make_client(
@@ -254,15 +263,14 @@ def test_handshake(version: str) -> None:
 
     rid = client.start_handshake(version)
     assert client.state is State.INITIALIZING
-    assert wire_peek(client) == [
+    msgs, events = transfer(client, server)
+    assert msgs == [
         request(
             rid,
             "initialize",
             {"protocolVersion": version, "capabilities": CLIENT_CAPS, "clientInfo": CLIENT_INFO},
         )
     ]
-
-    events = pump(client, server)
     rev = REVISIONS[version]
     assert events == [
         SessionStarted(rev, CLIENT_INFO, CLIENT_CAPS, "Call get_weather for forecasts.")
@@ -275,9 +283,8 @@ def test_handshake(version: str) -> None:
         "serverInfo": expected_server_info(version),
         "instructions": "Call get_weather for forecasts.",
     }
-    assert wire_peek(server) == [result(rid, init_result)]
-
-    events = pump(server, client)
+    msgs, events = transfer(server, client)
+    assert msgs == [result(rid, init_result)]
     assert events == [
         SessionStarted(
             rev,
@@ -289,9 +296,10 @@ def test_handshake(version: str) -> None:
     assert client.state is State.READY
     assert client.revision is rev
     assert client.peer_capabilities == expected_server_caps(version)
-    assert wire_peek(client) == [notification("notifications/initialized")]
-
-    assert pump(client, server) == [SessionReady()]
+    assert transfer(client, server) == (
+        [notification("notifications/initialized")],
+        [SessionReady()],
+    )
     assert server.state is State.READY
 
     # Normal operation: a request and its answer go through both ways.
@@ -301,33 +309,13 @@ def test_handshake(version: str) -> None:
     assert pump(server, client) == [ResponseReceived(rid, {"tools": []})]
 
 
-_peeked: dict[int, bytes] = {}
-
-
-def wire_peek(conn: Connection) -> list[Any]:
-    """Decode ``conn``'s pending output without consuming it for ``pump``."""
-    data = conn.data_to_send()
-    # Put the bytes back: re-queue through the public message API is not possible, so
-    # rebuild the outbox from the drained lines.
-    msgs = [orjson.loads(line) for line in data[:-1].split(b"\n")] if data else []
-    _requeue(conn, data)
-    return msgs
-
-
-def _requeue(conn: Connection, data: bytes) -> None:
-    from mcpkit.protocol.connection import Outgoing
-
-    if data:
-        for line in data[:-1].split(b"\n"):
-            conn._outbox.append(Outgoing(line))
-
-
 def test_handshake_without_instructions_omits_them() -> None:
     client = make_client()
     server = make_server(caps={})
     rid = client.start_handshake(V2025_06_18)
     pump(client, server)
-    assert wire_peek(server) == [
+    msgs, events = transfer(server, client)
+    assert msgs == [
         result(
             rid,
             {
@@ -337,7 +325,7 @@ def test_handshake_without_instructions_omits_them() -> None:
             },
         )
     ]
-    assert pump(server, client) == [
+    assert events == [
         SessionStarted(
             REVISIONS[V2025_06_18],
             {"name": "test-server", "version": "2.0.0", "title": "Test Server"},
@@ -362,9 +350,9 @@ def test_unknown_version_server_answers_its_latest(offered: str) -> None:
     events = pump(client, server)
     assert [type(e) for e in events] == [SessionStarted]
     assert server.revision is REVISIONS[V2025_11_25]
-    assert wire_peek(server)[0]["result"]["protocolVersion"] == V2025_11_25
     # The client speaks 2025-11-25 too, so it goes on with it.
-    events = pump(server, client)
+    msgs, events = transfer(server, client)
+    assert msgs[0]["result"]["protocolVersion"] == V2025_11_25
     assert [type(e) for e in events] == [SessionStarted]
     assert client.revision is REVISIONS[V2025_11_25]
     assert pump(client, server) == [SessionReady()]

@@ -330,8 +330,7 @@ class Server:
             self._lifespan_users -= 1
             if self._lifespan_users == 0 and self._lifespan_cm is not None:
                 cm, self._lifespan_cm = self._lifespan_cm, None
-                with anyio.CancelScope(shield=True):
-                    await cm.__aexit__(None, None, None)
+                await cm.__aexit__(None, None, None)
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Run the server until it is stopped: ``"stdio"`` (default)."""

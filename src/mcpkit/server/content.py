@@ -117,7 +117,7 @@ def to_blocks(value: Any) -> list[JSON]:
     if isinstance(value, dict) and isinstance(value.get("type"), str):
         return [value]
     if isinstance(value, list | tuple) and value and all(
-        isinstance(v, str | CONTENT_TYPES) or (isinstance(v, dict) and "type" in v)
+        isinstance(v, (str, *CONTENT_TYPES)) or (isinstance(v, dict) and "type" in v)
         for v in value
     ):
         blocks: list[JSON] = []
@@ -125,6 +125,13 @@ def to_blocks(value: Any) -> list[JSON]:
             blocks.extend(to_blocks(v))
         return blocks
     return [{"type": "text", "text": to_json_text(value)}]
+
+
+def is_content(value: Any) -> bool:
+    """Whether a value is content (a content object or a list holding one)."""
+    if isinstance(value, CONTENT_TYPES):
+        return True
+    return isinstance(value, list | tuple) and any(isinstance(v, CONTENT_TYPES) for v in value)
 
 
 def summarise(text: str, limit: int = MAX_TEXT_SUMMARY) -> str:

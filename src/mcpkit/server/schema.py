@@ -186,6 +186,19 @@ class Signature:
         return out
 
 
+def _mentions_content(tp: Any, content_types: tuple[type, ...]) -> bool:
+    """Whether a return annotation is (or contains) content blocks, or an untyped list."""
+    if tp in content_types:
+        return True
+    origin = get_origin(tp)
+    args = get_args(tp)
+    if origin in (list, tuple, Union, types.UnionType):
+        if origin in (list, tuple) and (not args or args[0] is Any):
+            return True  # list[Any]: may hold content; never advertise a schema for it
+        return any(_mentions_content(a, content_types) for a in args)
+    return False
+
+
 def output_schema(annotation: Any) -> tuple[JSON | None, bool, Any]:
     """(outputSchema, wrapped, adapter) for a return annotation.
 
@@ -196,11 +209,7 @@ def output_schema(annotation: Any) -> tuple[JSON | None, bool, Any]:
 
     if annotation in (inspect.Signature.empty, None, type(None), str, Any):
         return None, False, None
-    origin = get_origin(annotation)
-    if annotation in CONTENT_TYPES or (
-        origin in (list, Union, types.UnionType)
-        and any(a in CONTENT_TYPES for a in get_args(annotation))
-    ):
+    if _mentions_content(annotation, CONTENT_TYPES):
         return None, False, None
     schema, adapter = type_schema(annotation)
     if schema.get("type") == "object":

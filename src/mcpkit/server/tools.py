@@ -17,7 +17,7 @@ from typing import Any
 import anyio.to_thread
 
 from ..protocol.errors import ToolError
-from .content import summarise, to_blocks, to_json_text
+from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .schema import Signature, output_schema, parse_docstring
 
@@ -177,7 +177,7 @@ class Tool:
             "isError" in value or "structuredContent" in value
         ):
             return value  # already a CallToolResult
-        if self.output_schema is None:
+        if self.output_schema is None or is_content(value):
             return {"content": to_blocks(value), "isError": False}
         if self._out_adapter is not None:
             value = self._out_adapter.dump_python(value, mode="json")

@@ -1,0 +1,429 @@
+"""The "everything" server: every feature the official MCP conformance suite exercises,
+plus ``echo``, ``add`` and ``sleep``.
+
+    python examples/everything.py            # serve on stdio
+"""
+
+from __future__ import annotations
+
+import base64
+import io
+import struct
+import wave
+import zlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import anyio
+
+from mcpkit import Audio, Context, EmbeddedResource, Image, Server, ToolError
+
+
+def _png_1x1() -> bytes:
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        body = kind + data
+        return struct.pack(">I", len(data)) + body + struct.pack(">I", zlib.crc32(body))
+
+    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
+    pixel = zlib.compress(b"\x00\xff\x00\x00\xff")
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", pixel) + chunk(
+        b"IEND", b""
+    )
+
+
+def _wav_silence() -> bytes:
+    buf = io.BytesIO()
+    with wave.open(buf, "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(8000)
+        w.writeframes(b"\x00\x00" * 800)
+    return buf.getvalue()
+
+
+PNG = _png_1x1()
+WAV = _wav_silence()
+PNG_B64 = base64.b64encode(PNG).decode()
+
+JSON_SCHEMA_2020_12 = {
+    "$schema": "https://json-schema.org/draft/2020-12/schema",
+    "type": "object",
+    "$defs": {
+        "address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+        }
+    },
+    "properties": {
+        "name": {"type": "string"},
+        "address": {"$ref": "#/$defs/address"},
+        "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+        "phone": {"type": "string"},
+        "email": {"type": "string"},
+    },
+    "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+    "if": {"properties": {"contactMethod": {"const": "phone"}}, "required": ["contactMethod"]},
+    "then": {"required": ["phone"]},
+    "else": {"required": ["email"]},
+    "additionalProperties": False,
+}
+
+watched = {"content": "Watched resource content, version 0"}
+
+
+@asynccontextmanager
+async def lifespan(server: Server) -> AsyncIterator[None]:
+    """Update test://watched-resource every 3 seconds while the server runs."""
+
+    async def update() -> None:
+        version = 0
+        while True:
+            await anyio.sleep(3)
+            version += 1
+            watched["content"] = f"Watched resource content, version {version}"
+            server.notify_resource_updated("test://watched-resource")
+
+    async with anyio.create_task_group() as tg:
+        tg.start_soon(update)
+        yield
+        tg.cancel_scope.cancel()
+
+
+server = Server(
+    "mcpkit-everything",
+    "0.1.0",
+    title="mcpkit everything server",
+    instructions="A test server exposing every MCP feature; tools are prefixed test_.",
+    lifespan=lifespan,
+)
+
+
+# ---------------------------------------------------------------- simple tools
+
+
+@server.tool
+async def echo(text: str) -> str:
+    """Echo the text back unchanged. Use to check the connection works."""
+    return text
+
+
+@server.tool(annotations={"readOnlyHint": True, "idempotentHint": True, "openWorldHint": False})
+async def add(a: int, b: int) -> int:
+    """Add two integers and return their sum.
+
+    Args:
+        a: The first addend.
+        b: The second addend.
+    """
+    return a + b
+
+
+@server.tool
+async def sleep(seconds: float, ctx: Context) -> str:
+    """Wait for the given number of seconds (cancellable), reporting progress each second."""
+    if seconds < 0 or seconds > 3600:
+        raise ToolError("seconds must be between 0 and 3600; pass a smaller value.")
+    waited = 0.0
+    while waited < seconds:
+        step = min(1.0, seconds - waited)
+        await anyio.sleep(step)
+        waited += step
+        await ctx.report_progress(waited, seconds)
+    return f"Slept {seconds} seconds."
+
+
+@server.tool
+async def test_simple_text() -> str:
+    """Returns a simple text response."""
+    return "This is a simple text response for testing."
+
+
+@server.tool
+async def test_image_content() -> Image:
+    """Returns an image (PNG)."""
+    return Image(PNG, "image/png")
+
+
+@server.tool
+async def test_audio_content() -> Audio:
+    """Returns audio (WAV)."""
+    return Audio(WAV, "audio/wav")
+
+
+@server.tool
+async def test_embedded_resource() -> EmbeddedResource:
+    """Returns an embedded text resource."""
+    return EmbeddedResource(
+        "test://embedded-resource", text="This is an embedded resource content.",
+        mime_type="text/plain",
+    )
+
+
+@server.tool
+async def test_multiple_content_types() -> list[Any]:
+    """Returns text, an image and an embedded resource in one result."""
+    return [
+        "Multiple content types test:",
+        Image(PNG, "image/png"),
+        EmbeddedResource(
+            "test://mixed-content-resource",
+            text='{"test":"data","value":123}',
+            mime_type="application/json",
+        ),
+    ]
+
+
+@server.tool
+async def test_tool_with_logging(ctx: Context) -> str:
+    """Emits three info log messages while it runs."""
+    await ctx.info("Tool execution started")
+    await anyio.sleep(0.05)
+    await ctx.info("Tool processing data")
+    await anyio.sleep(0.05)
+    await ctx.info("Tool execution completed")
+    return "Tool with logging executed successfully"
+
+
+@server.tool
+async def test_tool_with_progress(ctx: Context) -> str:
+    """Reports progress 0, 50 and 100 of 100 on the request's progress token."""
+    for step in (0, 50, 100):
+        await ctx.report_progress(step, 100, f"Completed step {step} of 100")
+        if step < 100:
+            await anyio.sleep(0.05)
+    return str(ctx.progress_token)
+
+
+@server.tool
+async def test_error_handling() -> str:
+    """Always fails with an error result (isError: true), to test error handling."""
+    raise ToolError("This tool intentionally returns an error for testing")
+
+
+@server.tool
+async def test_sampling(prompt: str, ctx: Context) -> str:
+    """Asks the client's LLM to answer the prompt (sampling/createMessage).
+
+    Args:
+        prompt: The prompt to send to the LLM.
+    """
+    result = await ctx.sample(prompt, max_tokens=100)
+    content = result.get("content")
+    text = content.get("text") if isinstance(content, dict) else None
+    return f"LLM response: {text if text is not None else content}"
+
+
+@server.tool
+async def test_elicitation(message: str, ctx: Context) -> str:
+    """Asks the user for a response (elicitation/create, form mode).
+
+    Args:
+        message: The message to show the user.
+    """
+    answer = await ctx.elicit(
+        message,
+        {
+            "type": "object",
+            "properties": {"response": {"type": "string", "description": "User's response"}},
+            "required": ["response"],
+        },
+    )
+    return f"User response: action={answer.action}, content={answer.content or {}}"
+
+
+@server.tool
+async def test_elicitation_sep1034_defaults(ctx: Context) -> str:
+    """Elicitation whose schema has defaults for every primitive type (SEP-1034)."""
+    answer = await ctx.elicit(
+        "Please review and update the form fields with defaults",
+        {
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "description": "User name", "default": "John Doe"},
+                "age": {"type": "integer", "description": "User age", "default": 30},
+                "score": {"type": "number", "description": "User score", "default": 95.5},
+                "status": {
+                    "type": "string",
+                    "description": "User status",
+                    "enum": ["active", "inactive", "pending"],
+                    "default": "active",
+                },
+                "verified": {
+                    "type": "boolean",
+                    "description": "Verification status",
+                    "default": True,
+                },
+            },
+            "required": [],
+        },
+    )
+    return f"Elicitation completed: action={answer.action}, content={answer.content or {}}"
+
+
+@server.tool
+async def test_elicitation_sep1330_enums(ctx: Context) -> str:
+    """Elicitation with the five enum schema variants (SEP-1330)."""
+    answer = await ctx.elicit(
+        "Please select options from the enum fields",
+        {
+            "type": "object",
+            "properties": {
+                "untitledSingle": {
+                    "type": "string",
+                    "description": "Select one option",
+                    "enum": ["option1", "option2", "option3"],
+                },
+                "titledSingle": {
+                    "type": "string",
+                    "description": "Select one option with titles",
+                    "oneOf": [
+                        {"const": "value1", "title": "First Option"},
+                        {"const": "value2", "title": "Second Option"},
+                        {"const": "value3", "title": "Third Option"},
+                    ],
+                },
+                "legacyEnum": {
+                    "type": "string",
+                    "description": "Select one option (legacy)",
+                    "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"],
+                },
+                "untitledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+                },
+                "titledMulti": {
+                    "type": "array",
+                    "description": "Select multiple options with titles",
+                    "minItems": 1,
+                    "maxItems": 3,
+                    "items": {
+                        "anyOf": [
+                            {"const": "value1", "title": "First Choice"},
+                            {"const": "value2", "title": "Second Choice"},
+                            {"const": "value3", "title": "Third Choice"},
+                        ]
+                    },
+                },
+            },
+            "required": [],
+        },
+    )
+    return f"Elicitation completed: action={answer.action}, content={answer.content or {}}"
+
+
+async def json_schema_2020_12_tool(**arguments: Any) -> str:
+    return f"JSON Schema 2020-12 tool called with: {arguments}"
+
+
+server.add_tool(
+    json_schema_2020_12_tool,
+    description="Tool with JSON Schema 2020-12 features for conformance testing (SEP-1613)",
+    input_schema=JSON_SCHEMA_2020_12,
+)
+
+
+# ---------------------------------------------------------------- resources
+
+server.add_resource(
+    "This is the content of the static text resource.",
+    "test://static-text",
+    name="static-text",
+    title="Static Text Resource",
+    description="A static text resource for testing",
+    mime_type="text/plain",
+)
+server.add_resource(
+    PNG,
+    "test://static-binary",
+    name="static-binary",
+    title="Static Binary Resource",
+    description="A static binary resource (image) for testing",
+    mime_type="image/png",
+)
+
+
+@server.resource(
+    "test://template/{id}/data",
+    name="template",
+    title="Resource Template",
+    description="A resource template with parameter substitution",
+    mime_type="application/json",
+)
+async def template_data(id: str) -> dict[str, Any]:
+    return {"id": id, "templateTest": True, "data": f"Data for ID: {id}"}
+
+
+@server.resource(
+    "test://watched-resource",
+    name="watched-resource",
+    title="Watched Resource",
+    description="A resource that auto-updates every 3 seconds",
+    mime_type="text/plain",
+)
+async def watched_resource() -> str:
+    return watched["content"]
+
+
+# ---------------------------------------------------------------- prompts
+
+
+@server.prompt(title="Simple Prompt")
+async def test_simple_prompt() -> str:
+    """A simple prompt without arguments."""
+    return "This is a simple prompt for testing."
+
+
+@server.prompt(title="Prompt With Arguments")
+async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
+    """A prompt with required arguments.
+
+    Args:
+        arg1: First test argument.
+        arg2: Second test argument.
+    """
+    return f"Prompt with arguments: arg1='{arg1}', arg2='{arg2}'"
+
+
+@server.prompt(title="Prompt With Embedded Resource")
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:  # noqa: N803
+    """A prompt that includes an embedded resource.
+
+    Args:
+        resourceUri: URI of the resource to embed.
+    """
+    return [
+        EmbeddedResource(resourceUri, text="Embedded resource content for testing.",
+                         mime_type="text/plain"),
+        "Please process the embedded resource above.",
+    ]
+
+
+@server.prompt(title="Prompt With Image")
+async def test_prompt_with_image() -> list[Any]:
+    """A prompt that includes image content."""
+    return [Image(PNG, "image/png"), "Please analyze the image above."]
+
+
+@server.completion(prompt="test_prompt_with_arguments", argument="arg1")
+def complete_arg1(value: str, context: dict[str, str]) -> list[str]:
+    return [v for v in ("alpha", "beta", "gamma", "paramValue1") if v.startswith(value)]
+
+
+@server.completion(prompt="test_prompt_with_arguments", argument="arg2")
+def complete_arg2(value: str, context: dict[str, str]) -> list[str]:
+    return [v for v in ("one", "two", "three", "paramValue2") if v.startswith(value)]
+
+
+@server.completion(resource_template="test://template/{id}/data", argument="id")
+def complete_id(value: str, context: dict[str, str]) -> list[str]:
+    return [v for v in ("1", "2", "3", "42") if v.startswith(value)]
+
+
+if __name__ == "__main__":
+    server.run()
