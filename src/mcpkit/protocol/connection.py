@@ -586,6 +586,8 @@ class Connection:
         """Client: send ``initialize`` offering ``version`` (default: the newest we speak)."""
         if self.role is not Role.CLIENT:
             raise RuntimeError("only a client starts the handshake")
+        if not self.lifecycle.may_request("initialize"):
+            raise RuntimeError(f"cannot send 'initialize' in handshake state {self.state.value}")
         params = {
             "protocolVersion": version or self._latest,
             "capabilities": self.capabilities,
