@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import sys
-
 from mcpkit import Server
 
 server = Server("mcpkit-bench", "0.1.0")

@@ -391,7 +391,7 @@ async def test_prompt_with_arguments(arg1: str, arg2: str) -> str:
 
 
 @server.prompt(title="Prompt With Embedded Resource")
-async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:  # noqa: N803
+async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
     """A prompt that includes an embedded resource.
 
     Args:

@@ -100,6 +100,7 @@ class Session:
         self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
         self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
         self.drain_timeout = 5.0  # seconds handlers may finish after the input ended
+        self._idle: anyio.Event | None = None  # set when the last handler finishes
         self._waiters: dict[RequestId, _Waiter] = {}
         self._wakeup = anyio.Event()
         self._closed = False
@@ -161,9 +162,11 @@ class Session:
 
     async def _drain(self) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``)."""
+        if not self._handles:
+            return
+        self._idle = anyio.Event()
         with anyio.move_on_after(self.drain_timeout):
-            while self._handles:
-                await anyio.sleep(0.005)
+            await self._idle.wait()
 
     async def _writer(self) -> None:
         conn, stream = self.conn, self.stream
@@ -234,7 +237,10 @@ class Session:
             waiter.done.set()
         self._waiters.clear()
         if not self.started.is_set():
-            self.handshake_error = self.handshake_error or "the connection closed"
+            self.handshake_error = self.handshake_error or (
+                "the server closed the connection before answering initialize (did it "
+                "crash? check its stderr)"
+            )
             self.started.set()
 
     def _cancel(self, rid: RequestId, handle: Any) -> None:
@@ -252,7 +258,7 @@ class Session:
                 for task in tasks:
                     try:
                         await task
-                    except BaseException:  # noqa: BLE001 - each was cancelled on purpose
+                    except BaseException:
                         pass
 
     # ------------------------------------------------------------------ events
@@ -267,6 +273,8 @@ class Session:
             handle = self._handles.pop(event.id, None)
             if handle is not None:
                 self._cancel(event.id, handle)
+                if self._idle is not None and not self._handles:
+                    self._idle.set()
         elif t is ResponseReceived or t is ErrorReceived:
             assert isinstance(event, ResponseReceived | ErrorReceived)
             waiter = self._waiters.pop(event.id, None)
@@ -365,6 +373,8 @@ class Session:
             self._coros.pop(rid, None)
             coro.close()
             self._kick()
+            if self._idle is not None and not self._handles:
+                self._idle.set()
 
     def _spawn_callback(self, fn: Callable[..., Any], *args: Any) -> None:
         async def call() -> None:

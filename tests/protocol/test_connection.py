@@ -94,7 +94,7 @@ def result(id: Any, value: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": id, "result": value}
 
 
-def request(id: Any, method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
+def request(id: Any, method: str, params: Any = None) -> dict[str, Any]:
     msg: dict[str, Any] = {"jsonrpc": "2.0", "id": id, "method": method}
     if params is not None:
         msg["params"] = params
@@ -1124,7 +1124,7 @@ def test_batch_of_requests_and_notification_answered_as_one_array() -> None:
 
 def test_batch_with_ping_waits_for_the_other_elements() -> None:
     _client, server = connect(V2025_03_26)
-    batch = [request(100, "tools/list", {}), request(101, "ping")]
+    batch = [request(101, "ping"), request(100, "tools/list", {})]
     events = send(server, batch)
     assert events == [RequestReceived(100, "tools/list", {})]
     # ping is answered at once, but the batch's array waits for every element.
@@ -1332,9 +1332,7 @@ def test_request_with_bad_id_answered_with_null_id(rid: Any) -> None:
 
 def test_params_array_refused() -> None:
     server = ready_server()
-    assert norm(send(server, request(1, "tools/list", [1, 2]))) == [  # type: ignore[arg-type]
-        ("violation", -32600)
-    ]
+    assert norm(send(server, request(1, "tools/list", [1, 2]))) == [("violation", -32600)]
     assert wire(server) == [error(1, -32600, Contains('"params"'))]
 
 

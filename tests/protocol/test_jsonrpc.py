@@ -57,9 +57,9 @@ def test_request_id_string_or_int(rid: str | int) -> None:
 
 
 def test_notification() -> None:
-    assert parse_message(
-        {"jsonrpc": "2.0", "method": "notifications/initialized"}
-    ) == Notification("notifications/initialized", None)
+    assert parse_message({"jsonrpc": "2.0", "method": "notifications/initialized"}) == Notification(
+        "notifications/initialized", None
+    )
     assert parse_message(
         {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}
     ) == Notification("notifications/cancelled", {"requestId": 3})
@@ -166,9 +166,7 @@ def test_wrong_jsonrpc_with_bad_id_replies_null() -> None:
 
 
 def test_result_and_error_both_refused() -> None:
-    err = bad(
-        {"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}}
-    )
+    err = bad({"jsonrpc": "2.0", "id": 1, "result": {}, "error": {"code": 1, "message": "m"}})
     assert err.error.code == -32600
     assert err.error.message == 'Invalid Request: a response has "result" or "error", not both.'
 
@@ -247,9 +245,7 @@ def test_decode_bytes_and_str() -> None:
     assert decode('{"a":"é"}') == {"a": "é"}
 
 
-@pytest.mark.parametrize(
-    "data", [b"not json", b"{", b'{"a":1,}', b"", b"{'a':1}", b'{"a":1} x']
-)
+@pytest.mark.parametrize("data", [b"not json", b"{", b'{"a":1,}', b"", b"{'a':1}", b'{"a":1} x'])
 def test_decode_invalid_json_is_parse_error(data: bytes) -> None:
     with pytest.raises(ParseError) as info:
         decode(data)

@@ -213,6 +213,7 @@ class Connection:
         self.revision: Revision | None = None
         self.peer_info: JSONObject = {}
         self.peer_capabilities: JSONObject = {}
+        self.peer_instructions: str | None = None  # client: the server's instructions
         self.log_level: str | None = None  # server: set by logging/setLevel
         self._lines = LineBuffer(max_message_size)
         self._outbox: list[Outgoing] = []
@@ -522,6 +523,8 @@ class Connection:
         self.peer_capabilities = caps if isinstance(caps, dict) else {}
         self.peer_info = info if isinstance(info, dict) else {}
         instructions = res.get("instructions")
+        if isinstance(instructions, str):
+            self.peer_instructions = instructions
         self.send_notification("notifications/initialized")
         events.append(
             SessionStarted(

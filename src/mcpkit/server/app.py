@@ -482,14 +482,15 @@ class Server:
                 )
         elif kind == "ref/resource":
             key = ref.get("uri")
-            if not isinstance(key, str) or key not in self._templates and key not in (
+            if not isinstance(key, str) or (key not in self._templates and key not in (
                 self._resources
-            ):
+            )):
                 raise InvalidParams(f"Invalid params: unknown resource template {key!r}.")
         else:
             raise InvalidParams(
                 "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'."
             )
+        assert isinstance(key, str)
         completer = self._completers.get((kind, key, arg_name))
         if completer is None:
             return {"completion": {"values": [], "total": 0, "hasMore": False}}

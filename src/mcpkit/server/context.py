@@ -238,9 +238,10 @@ class Context:
 
 
 def _elicit_result(res: JSONObject) -> ElicitResult:
-    action = res.get("action")
-    if action not in ("accept", "decline", "cancel"):
-        action = "cancel"
+    raw = res.get("action")
+    action: Literal["accept", "decline", "cancel"] = (
+        raw if raw in ("accept", "decline", "cancel") else "cancel"
+    )
     content = res.get("content")
     return ElicitResult(action, content if isinstance(content, dict) else None)
 

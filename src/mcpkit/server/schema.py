@@ -133,7 +133,7 @@ class Signature:
         sig = inspect.signature(fn)
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # noqa: BLE001 - unresolvable hints fall back to raw annotations
+        except Exception:
             hints = {}
         self.context_param: str | None = None
         self.adapters: dict[str, Any] = {}

@@ -84,7 +84,7 @@ class Tool:
                 import typing
 
                 ret = typing.get_type_hints(fn).get("return", ret)
-            except Exception:  # noqa: BLE001
+            except Exception:
                 pass
             self.output_schema, self.wrapped, self._out_adapter = output_schema(ret)
         self._output_validator: Any = None
@@ -93,7 +93,7 @@ class Tool:
         self.icons = icons
         self.meta = meta
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            getattr(fn, "__call__", None)
+            type(fn).__call__  # an object whose __call__ is async
         )
         self.definition = self._definition()
 
@@ -150,7 +150,7 @@ class Tool:
         """Run the tool on validated ``arguments``; always returns a ``CallToolResult``."""
         try:
             kwargs = self.signature.convert(arguments)
-        except Exception as exc:  # noqa: BLE001 - pydantic ValidationError and friends
+        except Exception as exc:
             return error_result(
                 f"Invalid arguments for tool '{self.name}': {_short(exc)}. Fix them and retry."
             )

@@ -1,0 +1,326 @@
+"""The ``mcpkit`` command: run a server, or talk to one from a shell.
+
+    mcpkit run FILE[:OBJECT]                       serve a Server object over stdio
+    mcpkit list tools|resources|templates|prompts TARGET
+    mcpkit call TARGET TOOL [--args JSON | key=value ...]
+    mcpkit read TARGET URI
+    mcpkit prompt TARGET NAME [--args JSON | key=value ...]
+
+TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
+(tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
+success, 1 when the server answered with an error or a tool result has ``isError``, 2 for
+usage errors (bad target, bad JSON, unknown tool).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+from collections.abc import Sequence
+from typing import Any, NoReturn
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+class UsageError(Exception):
+    """A mistake in how mcpkit was called; printed as one line, exit status 2."""
+
+
+def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
+    sys.stderr.write(f"mcpkit: error: {message}\n")
+    raise SystemExit(code)
+
+
+# ---------------------------------------------------------------------- run
+
+
+def _load_server(spec: str) -> Any:
+    import importlib.util
+
+    from .server import Server
+
+    path, _, attr = spec.partition(":")
+    if not os.path.isfile(path):
+        raise UsageError(f"no such file: {path}")
+    directory = os.path.dirname(os.path.abspath(path))
+    sys.path.insert(0, directory)
+    module_name = os.path.splitext(os.path.basename(path))[0]
+    loader_spec = importlib.util.spec_from_file_location(module_name, path)
+    if loader_spec is None or loader_spec.loader is None:
+        raise UsageError(f"cannot import {path}")
+    module = importlib.util.module_from_spec(loader_spec)
+    sys.modules[module_name] = module
+    loader_spec.loader.exec_module(module)
+    if attr:
+        obj = getattr(module, attr, None)
+        if not isinstance(obj, Server):
+            raise UsageError(f"{path} has no Server named {attr!r}")
+        return obj
+    for name in ("server", "app", "mcp"):
+        obj = getattr(module, name, None)
+        if isinstance(obj, Server):
+            return obj
+    found = [v for v in vars(module).values() if isinstance(v, Server)]
+    if len(found) == 1:
+        return found[0]
+    raise UsageError(
+        f"{path} defines {len(found)} Server objects; name one with {path}:OBJECT"
+    )
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    server = _load_server(args.file)
+    if args.http:
+        raise UsageError("the HTTP transport is not available in this version; use stdio")
+    server.run()
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- client commands
+
+
+def _target(args: argparse.Namespace, rest: list[str]) -> tuple[Any, list[str]]:
+    if args.stdio:
+        import shlex
+
+        command = shlex.split(args.stdio)
+        if not command:
+            raise UsageError("--stdio needs a command, e.g. --stdio \"python server.py\"")
+        return command, rest
+    if rest and rest[0].startswith(("http://", "https://")):
+        return rest[0], rest[1:]
+    raise UsageError('give a server: --stdio "COMMAND" or an http(s):// URL')
+
+
+def _parse_args(args_json: str | None, pairs: Sequence[str], schema: dict[str, Any] | None
+                ) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    if args_json is not None:
+        try:
+            parsed = json.loads(args_json)
+        except json.JSONDecodeError as exc:
+            raise UsageError(f"--args is not valid JSON: {exc.msg} (column {exc.colno})") from None
+        if not isinstance(parsed, dict):
+            raise UsageError("--args must be a JSON object, e.g. '{\"a\": 1}'")
+        values.update(parsed)
+    props = (schema or {}).get("properties") or {}
+    for pair in pairs:
+        key, eq, raw = pair.partition("=")
+        if not eq or not key:
+            raise UsageError(f"expected key=value, got {pair!r}")
+        kind = (props.get(key) or {}).get("type")
+        if kind == "string":
+            values[key] = raw
+            continue
+        try:
+            values[key] = json.loads(raw)
+        except json.JSONDecodeError:
+            values[key] = raw
+    return values
+
+
+class _Style:
+    def __init__(self, enabled: bool) -> None:
+        self.enabled = enabled
+
+    def __call__(self, text: str, code: str) -> str:
+        return f"\x1b[{code}m{text}\x1b[0m" if self.enabled else text
+
+
+def _table(rows: list[tuple[str, str]], style: _Style) -> str:
+    if not rows:
+        return "(none)"
+    width = max(len(r[0]) for r in rows)
+    cols = shutil.get_terminal_size((100, 20)).columns
+    lines = []
+    for name, desc in rows:
+        desc = " ".join(desc.split())
+        room = max(20, cols - width - 3)
+        if len(desc) > room:
+            desc = desc[: room - 1] + "…"
+        lines.append(f"{style(name.ljust(width), '1;36')}  {desc}")
+    return "\n".join(lines)
+
+
+def _print_content(blocks: list[Any], style: _Style) -> None:
+    for block in blocks:
+        kind = block.get("type")
+        if kind == "text":
+            print(block.get("text", ""))
+        elif kind in ("image", "audio"):
+            size = len(block.get("data", "")) * 3 // 4
+            print(style(f"[{kind} {block.get('mimeType')} ~{size} bytes]", "2"))
+        elif kind == "resource":
+            res = block.get("resource", {})
+            print(style(f"[resource {res.get('uri')}]", "2"))
+            if "text" in res:
+                print(res["text"])
+        elif kind == "resource_link":
+            print(style(f"[link {block.get('uri')}] {block.get('name', '')}", "2"))
+        else:
+            print(json.dumps(block))
+
+
+async def _client_command(args: argparse.Namespace) -> int:
+    from .client import Client
+    from .protocol.errors import MCPError, RemoteError
+
+    target, rest = _target(args, list(args.rest))
+    style = _Style(sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ)
+    import tempfile
+
+    stderr = None if args.verbose else tempfile.TemporaryFile("w+")
+    try:
+        async with Client(target, timeout=args.timeout, stderr=stderr) as client:
+            return await _dispatch(client, args, rest, style)
+    except RemoteError as exc:
+        sys.stderr.write(f"mcpkit: server error {exc.code}: {exc.message}\n")
+        return EXIT_ERROR
+    except FileNotFoundError as exc:
+        raise UsageError(f"cannot start the server: {exc.strerror}: {exc.filename}") from None
+    except (MCPError, OSError) as exc:
+        sys.stderr.write(f"mcpkit: error: {exc}\n")
+        if stderr is not None:
+            stderr.seek(0)
+            tail = stderr.read().strip().splitlines()[-5:]
+            if tail:
+                sys.stderr.write("mcpkit: the server's last stderr lines:\n")
+                sys.stderr.write("".join(f"  {line}\n" for line in tail))
+        return EXIT_ERROR
+    finally:
+        if stderr is not None:
+            stderr.close()
+
+
+async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], style: _Style
+                    ) -> int:
+    out = sys.stdout
+    if args.command == "list":
+        kind = args.kind
+        if kind == "tools":
+            items = await client.list_tools()
+            rows = [(i.name, i.description or "") for i in items]
+        elif kind == "resources":
+            items = await client.list_resources()
+            rows = [(i.uri, i.description or i.name) for i in items]
+        elif kind == "templates":
+            items = await client.list_resource_templates()
+            rows = [(i.uri_template, i.description or i.name) for i in items]
+        else:
+            items = await client.list_prompts()
+            rows = [(i.name, i.description or "") for i in items]
+        if args.json:
+            json.dump([i.model_dump(by_alias=True, exclude_none=True) for i in items], out,
+                      indent=2)
+            out.write("\n")
+        else:
+            print(_table(rows, style))
+        return EXIT_OK
+    if args.command == "call":
+        if not rest:
+            raise UsageError("name the tool to call: mcpkit call TARGET TOOL [key=value ...]")
+        name, pairs = rest[0], rest[1:]
+        tools = {t.name: t for t in await client.list_tools()}
+        if name not in tools:
+            known = ", ".join(sorted(tools)) or "none"
+            raise UsageError(f"unknown tool {name!r}; the server has: {known}")
+        arguments = _parse_args(args.args, pairs, tools[name].input_schema)
+        result = await client.call_tool(name, arguments)
+        data = result.model_dump(by_alias=True, exclude_none=True)
+        if args.json:
+            json.dump(data, out, indent=2)
+            out.write("\n")
+        else:
+            if result.is_error:
+                sys.stderr.write(style("tool error: ", "1;31"))
+                sys.stderr.write(result.text + "\n")
+            else:
+                _print_content(data.get("content", []), style)
+        return EXIT_ERROR if result.is_error else EXIT_OK
+    if args.command == "read":
+        if len(rest) != 1:
+            raise UsageError("give one URI: mcpkit read TARGET URI")
+        res = await client.read_resource(rest[0])
+        data = res.model_dump(by_alias=True, exclude_none=True)
+        if args.json:
+            json.dump(data, out, indent=2)
+            out.write("\n")
+        else:
+            for item in data["contents"]:
+                if "text" in item:
+                    print(item["text"])
+                else:
+                    print(style(f"[blob {item.get('mimeType')} {item['uri']}]", "2"))
+        return EXIT_OK
+    # prompt
+    if not rest:
+        raise UsageError("name the prompt: mcpkit prompt TARGET NAME [key=value ...]")
+    arguments = _parse_args(args.args, rest[1:], None)
+    bad = [k for k, v in arguments.items() if not isinstance(v, str)]
+    for k in bad:
+        arguments[k] = json.dumps(arguments[k])
+    res = await client.get_prompt(rest[0], arguments)
+    data = res.model_dump(by_alias=True, exclude_none=True)
+    if args.json:
+        json.dump(data, out, indent=2)
+        out.write("\n")
+    else:
+        for msg in data["messages"]:
+            print(style(f"{msg['role']}:", "1;35"))
+            _print_content([msg["content"]], style)
+    return EXIT_OK
+
+
+# ---------------------------------------------------------------------- main
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="mcpkit", description="Model Context Protocol toolkit.")
+    sub = p.add_subparsers(dest="command", required=True)
+    run = sub.add_parser("run", help="run a server (stdio)")
+    run.add_argument("file", metavar="FILE[:OBJECT]")
+    run.add_argument("--http", action="store_true", help="serve Streamable HTTP")
+    run.add_argument("--port", type=int, default=8000)
+
+    def client_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--stdio", metavar="COMMAND", help="launch the server with COMMAND")
+        sp.add_argument("--json", action="store_true", help="print raw JSON results")
+        sp.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
+        sp.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr")
+
+    lst = sub.add_parser("list", help="list tools, resources, templates or prompts")
+    lst.add_argument("kind", choices=["tools", "resources", "templates", "prompts"])
+    client_args(lst)
+    lst.add_argument("rest", nargs="*", metavar="URL")
+    for name, helptext in (("call", "call a tool"), ("read", "read a resource"),
+                           ("prompt", "get a prompt")):
+        sp = sub.add_parser(name, help=helptext)
+        client_args(sp)
+        if name != "read":
+            sp.add_argument("--args", metavar="JSON", help="arguments as a JSON object")
+        sp.add_argument("rest", nargs="*", metavar="ARG")
+    return p
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    if not hasattr(args, "args"):
+        args.args = None
+    try:
+        if args.command == "run":
+            return cmd_run(args)
+        import anyio
+
+        code: int = anyio.run(_client_command, args)
+        return code
+    except UsageError as exc:
+        _fail(str(exc))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,394 @@
+"""``Client``: talk to any MCP server: in-process, a stdio command, or (later) HTTP.
+
+    async with Client(["python", "server.py"]) as client:
+        tools = await client.list_tools()
+        result = await client.call_tool("add", {"a": 1, "b": 2})
+
+The client offers the newest revision it speaks, accepts an older stateful one, and
+refuses (``HandshakeError``) a revision it does not know. It declares only the
+capabilities it has handlers for, and never calls a method the server did not declare.
+Every request has a timeout; on timeout ``notifications/cancelled`` is sent and the
+session stays usable.
+"""
+
+from __future__ import annotations
+
+import inspect
+import shlex
+from collections.abc import Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack
+from typing import Any, TypeVar
+
+import anyio
+from pydantic import BaseModel
+
+from ..protocol.connection import Connection, NotificationReceived, RequestReceived
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    ConnectionClosed,
+    InvalidParams,
+    MCPError,
+    MethodNotFound,
+    ProtocolError,
+)
+from ..protocol.jsonrpc import JSONObject
+from ..protocol.lifecycle import Role
+from ..protocol.methods import LOG_LEVELS, has_capability
+from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, Revision
+from ..session import ByteStream, HandlerResult, ProgressCallback, Session
+from ..transports.memory import memory_pair
+from ..transports.process import ProcessStream
+from . import types as t
+from .handlers import (
+    ElicitationHandler,
+    RootsType,
+    SamplingHandler,
+    handle_elicitation,
+    handle_sampling,
+    normalize_roots,
+)
+
+M = TypeVar("M", bound=BaseModel)
+MAX_PAGES = 10_000
+
+
+class HandshakeError(MCPError):
+    """The server refused ``initialize`` or chose a revision this client does not speak."""
+
+
+class OutputSchemaError(MCPError):
+    """A tool's ``structuredContent`` does not match the ``outputSchema`` it advertised."""
+
+
+class PaginationError(MCPError):
+    """A server's cursors went round in circles (or never ended)."""
+
+
+class Client:
+    """An MCP client session (see the module docstring).
+
+    ``target``: a ``Server`` object (in-memory), a command (``["python", "s.py"]`` or a
+    shell-style string) for stdio, or an ``http(s)://`` URL (not in this version).
+    Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
+    one), ``on_log(params)``, ``on_notification(method, params)``.
+    """
+
+    def __init__(
+        self,
+        target: Any,
+        *,
+        name: str = "mcpkit-client",
+        version: str = "0.1.0",
+        sampling: SamplingHandler | None = None,
+        sampling_tools: bool = False,
+        elicitation: ElicitationHandler | None = None,
+        elicitation_modes: Sequence[str] = ("form",),
+        roots: RootsType | None = None,
+        on_log: Callable[[JSONObject], Awaitable[None] | None] | None = None,
+        on_notification: Callable[[str, JSONObject], Awaitable[None] | None] | None = None,
+        timeout: float = 30.0,
+        protocol_version: str | None = None,
+        versions: Sequence[str] = STATEFUL_VERSIONS,
+        env: dict[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: Any = None,
+    ) -> None:
+        self.target = target
+        self.info: JSONObject = {"name": name, "version": version}
+        self.timeout = timeout
+        self._sampling = sampling
+        self._sampling_tools = sampling_tools
+        self._elicitation = elicitation
+        self._elicitation_modes = tuple(elicitation_modes)
+        self._roots = roots
+        self._on_log = on_log
+        self._on_notification = on_notification
+        self._offer = protocol_version
+        self._versions = tuple(versions)
+        self._env, self._cwd, self._stderr = env, cwd, stderr
+        self._stack: AsyncExitStack | None = None
+        self._session: Session | None = None
+        self._output_schemas: dict[str, Any] = {}
+        self.server_info: JSONObject = {}
+        self.server_capabilities: JSONObject = {}
+        self.instructions: str | None = None
+        self.stream: ByteStream | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def capabilities(self) -> JSONObject:
+        """The capabilities this client declares: only those it has handlers for."""
+        caps: JSONObject = {}
+        offered = REVISIONS.get(self._offer) if self._offer else None
+        if self._roots is not None:
+            caps["roots"] = {"listChanged": True}
+        if self._sampling is not None:
+            tools = self._sampling_tools and (offered is None or offered.has("sampling_tools"))
+            caps["sampling"] = {"tools": {}} if tools else {}
+        if self._elicitation is not None and (offered is None or offered.has("elicitation")):
+            modes: JSONObject = {m: {} for m in self._elicitation_modes}
+            caps["elicitation"] = {} if modes == {"form": {}} else modes
+        return caps
+
+    async def __aenter__(self) -> Client:
+        stack = AsyncExitStack()
+        await stack.__aenter__()
+        try:
+            await self._connect(stack)
+        except BaseException:
+            await stack.aclose()
+            raise
+        self._stack = stack
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        stack, self._stack = self._stack, None
+        if stack is not None:
+            await stack.aclose()
+
+    async def _open_stream(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup) -> ByteStream:
+        target = self.target
+        if hasattr(target, "serve") and hasattr(target, "connection"):
+            ours, theirs = memory_pair()
+            tg.start_soon(target.serve, theirs)
+            return ours
+        if isinstance(target, str) and target.startswith(("http://", "https://")):
+            raise NotImplementedError("HTTP targets arrive with the Streamable HTTP transport")
+        command = shlex.split(target) if isinstance(target, str) else list(target)
+        if not command:
+            raise ValueError("empty server command")
+        return await ProcessStream.open(command, env=self._env, cwd=self._cwd,
+                                        stderr=self._stderr)
+
+    async def _connect(self, stack: AsyncExitStack) -> None:
+        tg = await stack.enter_async_context(anyio.create_task_group())
+        stack.callback(tg.cancel_scope.cancel)
+        stream = await self._open_stream(stack, tg)
+        self.stream = stream
+        stack.push_async_callback(stream.aclose)
+        conn = Connection(Role.CLIENT, info=self.info, capabilities=self.capabilities(),
+                          versions=self._versions)
+        session = Session(conn, stream, on_request=self._on_request,
+                          on_notification=self._notification)
+        self._session = session
+        await tg.start(session.run)
+        conn.start_handshake(self._offer)
+        session._kick()
+        with anyio.move_on_after(self.timeout):
+            await session.started.wait()
+        if not session.started.is_set():
+            raise HandshakeError(f"the server did not answer initialize within {self.timeout}s")
+        if session.handshake_error is not None:
+            raise HandshakeError(f"cannot start the session: {session.handshake_error}")
+        self.server_info = conn.peer_info
+        self.server_capabilities = conn.peer_capabilities
+        self.instructions = conn.peer_instructions
+
+    @property
+    def session(self) -> Session:
+        if self._session is None or self._session.closed:
+            raise ConnectionClosed("the client is not connected")
+        return self._session
+
+    @property
+    def revision(self) -> Revision:
+        rev = self.session.conn.revision
+        assert rev is not None
+        return rev
+
+    @property
+    def protocol_version(self) -> str:
+        return self.revision.version
+
+    # ------------------------------------------------------------------ server -> client
+
+    def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+        method = event.method
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return handle_sampling(self._sampling, event.params, self._sampling_tools)
+        if method == "elicitation/create" and self._elicitation is not None:
+            return handle_elicitation(self._elicitation, event.params, self._elicitation_modes)
+        if method == "roots/list" and self._roots is not None:
+            return self._list_roots()
+        raise MethodNotFound(f"Method not found: this client does not handle '{method}'.")
+
+    async def _list_roots(self) -> JSONObject:
+        roots = self._roots
+        value: Any = roots() if callable(roots) else roots
+        if inspect.isawaitable(value):
+            value = await value
+        return {"roots": normalize_roots(value)}
+
+    async def _notification(self, session: Session, event: NotificationReceived) -> None:
+        if event.method == "notifications/message" and self._on_log is not None:
+            res = self._on_log(event.params)
+            if res is not None:
+                await res
+        if event.method == "notifications/tools/list_changed":
+            self._output_schemas.clear()
+        if self._on_notification is not None:
+            res = self._on_notification(event.method, event.params)
+            if res is not None:
+                await res
+
+    async def roots_changed(self) -> None:
+        """Tell the server the roots changed (``notifications/roots/list_changed``)."""
+        self.session.notify("notifications/roots/list_changed")
+
+    # ------------------------------------------------------------------ requests
+
+    async def request(
+        self,
+        method: str,
+        params: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> JSONObject:
+        """Send any request; raises ``RemoteError``, ``RequestTimeout``, ``ConnectionClosed``
+        or ``CapabilityNotSupported`` (the server did not declare what ``method`` needs)."""
+        if on_progress is not None:
+            params = dict(params or {})
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = f"p{id(on_progress)}-{anyio.current_time()}"
+            params["_meta"] = meta
+        return await self.session.request(
+            method, params, timeout=self.timeout if timeout is None else timeout,
+            on_progress=on_progress,
+        )
+
+    async def ping(self) -> None:
+        await self.request("ping")
+
+    async def _all_pages(self, method: str, key: str, model: type[M]) -> list[M]:
+        items: list[M] = []
+        cursor: str | None = None
+        seen: set[str] = set()
+        for _ in range(MAX_PAGES):
+            res = await self.request(method, {"cursor": cursor} if cursor else None)
+            items.extend(model.model_validate(i) for i in res.get(key, []))
+            nxt = res.get("nextCursor")
+            if not nxt:
+                return items
+            if not isinstance(nxt, str) or nxt in seen:
+                raise PaginationError(
+                    f"the server repeated cursor {str(nxt)[:40]!r} for {method}; stopping"
+                )
+            seen.add(nxt)
+            cursor = nxt
+        raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
+
+    async def list_tools(self) -> list[t.Tool]:
+        """Every tool, following ``nextCursor`` (a repeating cursor raises)."""
+        tools = await self._all_pages("tools/list", "tools", t.Tool)
+        self._output_schemas = {tool.name: tool.output_schema for tool in tools}
+        return tools
+
+    async def list_tools_page(self, cursor: str | None = None) -> tuple[list[t.Tool], str | None]:
+        res = await self.request("tools/list", {"cursor": cursor} if cursor else None)
+        return [t.Tool.model_validate(i) for i in res.get("tools", [])], res.get("nextCursor")
+
+    async def call_tool(
+        self,
+        name: str,
+        arguments: JSONObject | None = None,
+        *,
+        timeout: float | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> t.CallToolResult:
+        """Call a tool. ``structuredContent`` is checked against the tool's ``outputSchema``
+        (``OutputSchemaError`` on mismatch). A tool failure is a result with
+        ``is_error=True``, not an exception."""
+        params: JSONObject = {"name": name}
+        if arguments is not None:
+            params["arguments"] = arguments
+        res = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        result = t.CallToolResult.model_validate(res)
+        if not result.is_error and self.revision.has("structured_content"):
+            await self._check_output(name, result)
+        return result
+
+    async def _check_output(self, name: str, result: t.CallToolResult) -> None:
+        if name not in self._output_schemas:
+            try:
+                await self.list_tools()
+            except MCPError:
+                return
+        schema = self._output_schemas.get(name)
+        if not schema:
+            return
+        if result.structured_content is None:
+            raise OutputSchemaError(
+                f"tool {name!r} declares an outputSchema but returned no structuredContent"
+            )
+        import jsonschema_rs
+
+        validator = jsonschema_rs.validator_for(schema)
+        errors = [e.message for e in validator.iter_errors(result.structured_content)]
+        if errors:
+            raise OutputSchemaError(
+                f"tool {name!r} returned structuredContent that does not match its "
+                f"outputSchema: {'; '.join(errors[:3])}"
+            )
+
+    async def list_resources(self) -> list[t.Resource]:
+        return await self._all_pages("resources/list", "resources", t.Resource)
+
+    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+        return await self._all_pages("resources/templates/list", "resourceTemplates",
+                                     t.ResourceTemplate)
+
+    async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        return t.ReadResourceResult.model_validate(
+            await self.request("resources/read", {"uri": uri}))
+
+    async def subscribe(self, uri: str) -> None:
+        await self.request("resources/subscribe", {"uri": uri})
+
+    async def unsubscribe(self, uri: str) -> None:
+        await self.request("resources/unsubscribe", {"uri": uri})
+
+    async def list_prompts(self) -> list[t.Prompt]:
+        return await self._all_pages("prompts/list", "prompts", t.Prompt)
+
+    async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
+                         ) -> t.GetPromptResult:
+        params: JSONObject = {"name": name}
+        if arguments:
+            params["arguments"] = arguments
+        return t.GetPromptResult.model_validate(await self.request("prompts/get", params))
+
+    async def complete(
+        self,
+        ref: JSONObject,
+        argument: str,
+        value: str,
+        context: dict[str, str] | None = None,
+    ) -> t.Completion:
+        """Completion candidates for ``argument`` of ``ref`` (``{"type": "ref/prompt",
+        "name": ...}`` or ``{"type": "ref/resource", "uri": ...}``)."""
+        params: JSONObject = {"ref": ref, "argument": {"name": argument, "value": value}}
+        if context and self.revision.has("completion_context"):
+            params["context"] = {"arguments": context}
+        res = await self.request("completion/complete", params)
+        return t.Completion.model_validate(res.get("completion", {}))
+
+    async def set_logging_level(self, level: str) -> None:
+        if level not in LOG_LEVELS:
+            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        await self.request("logging/setLevel", {"level": level})
+
+    def supports(self, capability: str) -> bool:
+        """Whether the server declared ``capability`` (dotted, e.g. ``resources.subscribe``)."""
+        return has_capability(self.server_capabilities, capability)
+
+
+__all__ = [
+    "CapabilityNotSupported",
+    "Client",
+    "HandshakeError",
+    "InvalidParams",
+    "OutputSchemaError",
+    "PaginationError",
+    "ProtocolError",
+]

@@ -1,0 +1,124 @@
+"""The client's answers to server->client requests: sampling, elicitation, roots.
+
+The application supplies plain callables; this module enforces the protocol rules around
+them: tool-use pairing in sampling messages, elicitation modes the client declared,
+schema defaults filled into accepted forms, and ``file://``-only roots.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+from urllib.parse import urlparse
+
+from ..protocol.errors import InvalidParams
+from ..protocol.jsonrpc import JSONObject
+
+SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
+"""Receives ``CreateMessageRequestParams``; returns a ``CreateMessageResult`` dict."""
+ElicitationHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
+"""Receives ``ElicitRequest`` params (``mode`` always set); returns an ``ElicitResult``."""
+RootsType = Sequence[str | JSONObject] | Callable[[], Any]
+
+
+async def _call(fn: Callable[[JSONObject], Any], params: JSONObject) -> Any:
+    res = fn(params)
+    if hasattr(res, "__await__"):
+        res = await res
+    return res
+
+
+def check_sampling_messages(messages: Any) -> None:
+    """Raise ``InvalidParams`` unless tool_use/tool_result blocks follow the pairing rules."""
+    if not isinstance(messages, list) or not messages:
+        raise InvalidParams("Invalid params: 'messages' must be a non-empty array.")
+    pending: set[str] = set()
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            raise InvalidParams(f"Invalid params: messages[{i}] must be an object.")
+        content = msg.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        kinds = [b.get("type") if isinstance(b, dict) else None for b in blocks]
+        if "tool_result" in kinds:
+            if msg.get("role") != "user" or any(k != "tool_result" for k in kinds):
+                raise InvalidParams(
+                    f"Invalid params: messages[{i}] mixes tool_result with other content; a "
+                    "user message with tool results must contain only tool_result blocks."
+                )
+            answered = {str(b.get("toolUseId")) for b in blocks if isinstance(b, dict)}
+            if answered != pending:
+                raise InvalidParams(
+                    f"Invalid params: messages[{i}] must answer exactly the tool uses "
+                    f"{sorted(pending)} (got {sorted(answered)})."
+                )
+            pending = set()
+            continue
+        if pending:
+            raise InvalidParams(
+                f"Invalid params: tool uses {sorted(pending)} are missing their tool_result "
+                f"before messages[{i}]."
+            )
+        if msg.get("role") == "assistant":
+            pending = {str(b.get("id")) for b in blocks
+                       if isinstance(b, dict) and b.get("type") == "tool_use"}
+
+
+async def handle_sampling(
+    handler: SamplingHandler, params: JSONObject, tools_declared: bool
+) -> JSONObject:
+    if ("tools" in params or "toolChoice" in params) and not tools_declared:
+        raise InvalidParams(
+            "Invalid params: this client did not declare sampling.tools; do not send 'tools'."
+        )
+    check_sampling_messages(params.get("messages"))
+    result = await _call(handler, params)
+    if not isinstance(result, dict) or "content" not in result or "model" not in result:
+        raise ValueError("the sampling handler must return a dict with role, content, model")
+    result.setdefault("role", "assistant")
+    return result
+
+
+def _defaults(schema: Any) -> JSONObject:
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    if not isinstance(props, dict):
+        return {}
+    return {k: v["default"] for k, v in props.items() if isinstance(v, dict) and "default" in v}
+
+
+async def handle_elicitation(
+    handler: ElicitationHandler, params: JSONObject, modes: Sequence[str]
+) -> JSONObject:
+    mode = params.get("mode") or "form"  # a missing mode means form
+    if mode not in modes:
+        raise InvalidParams(
+            f"Invalid params: this client did not declare {mode!r} elicitation "
+            f"(declared: {', '.join(modes)})."
+        )
+    if mode == "url" and not isinstance(params.get("url"), str):
+        raise InvalidParams("Invalid params: URL-mode elicitation needs 'url'.")
+    request = {**params, "mode": mode}
+    if mode == "form":
+        request["defaults"] = _defaults(params.get("requestedSchema"))
+    result = await _call(handler, request)
+    if not isinstance(result, dict) or result.get("action") not in ("accept", "decline",
+                                                                     "cancel"):
+        raise ValueError("the elicitation handler must return {'action': accept|decline|cancel}")
+    if result["action"] == "accept" and mode == "form":
+        content = {**request["defaults"], **(result.get("content") or {})}
+        result = {"action": "accept", "content": content}
+    elif result["action"] != "accept" or mode == "url":
+        result = {"action": result["action"]}
+    return result
+
+
+def normalize_roots(value: Any) -> list[JSONObject]:
+    """``Root`` objects from strings or dicts; only ``file://`` URIs without traversal."""
+    roots: list[JSONObject] = []
+    for item in value or []:
+        root = {"uri": item} if isinstance(item, str) else dict(item)
+        uri = root.get("uri")
+        parsed = urlparse(uri) if isinstance(uri, str) else None
+        if parsed is None or parsed.scheme != "file" or ".." in parsed.path.split("/"):
+            raise ValueError(f"invalid root {uri!r}: roots must be file:// URIs without '..'")
+        roots.append(root)
+    return roots

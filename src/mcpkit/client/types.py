@@ -1,0 +1,146 @@
+"""Typed results the client returns: pydantic models over the MCP result shapes.
+
+Models accept unknown fields (``extra="allow"``) so a newer server's additions survive,
+and use the wire's camelCase names as aliases (``input_schema`` <-> ``inputSchema``).
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
+
+
+class Model(BaseModel):
+    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+
+    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
+
+
+class TextContent(Model):
+    type: Literal["text"] = "text"
+    text: str
+    annotations: dict[str, Any] | None = None
+
+
+class ImageContent(Model):
+    type: Literal["image"] = "image"
+    data: str
+    mime_type: str
+    annotations: dict[str, Any] | None = None
+
+
+class AudioContent(Model):
+    type: Literal["audio"] = "audio"
+    data: str
+    mime_type: str
+    annotations: dict[str, Any] | None = None
+
+
+class ResourceContents(Model):
+    uri: str
+    mime_type: str | None = None
+    text: str | None = None
+    blob: str | None = None
+
+
+class EmbeddedResource(Model):
+    type: Literal["resource"] = "resource"
+    resource: ResourceContents
+    annotations: dict[str, Any] | None = None
+
+
+class ResourceLink(Model):
+    type: Literal["resource_link"] = "resource_link"
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+ContentBlock = Annotated[
+    TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink,
+    Field(discriminator="type"),
+]
+
+
+class Tool(Model):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any] | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+
+
+class CallToolResult(Model):
+    content: list[ContentBlock] = []
+    structured_content: dict[str, Any] | None = None
+    is_error: bool = False
+
+    @property
+    def text(self) -> str:
+        """All text blocks joined by newlines (handy for printing and tests)."""
+        return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
+
+
+class Resource(Model):
+    uri: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+
+
+class ResourceTemplate(Model):
+    uri_template: str
+    name: str
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+
+
+class ReadResourceResult(Model):
+    contents: list[ResourceContents]
+
+
+class PromptArgument(Model):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    required: bool | None = None
+
+
+class Prompt(Model):
+    name: str
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] | None = None
+
+
+class PromptMessage(Model):
+    role: Literal["user", "assistant"]
+    content: ContentBlock
+
+
+class GetPromptResult(Model):
+    description: str | None = None
+    messages: list[PromptMessage]
+
+
+class Completion(Model):
+    values: list[str]
+    total: int | None = None
+    has_more: bool | None = None
+
+
+class InitializeResult(Model):
+    protocol_version: str
+    capabilities: dict[str, Any]
+    server_info: dict[str, Any]
+    instructions: str | None = None

@@ -1,0 +1,100 @@
+"""stdio, client side: launch a server as a subprocess and talk to it over its pipes.
+
+The child runs in its own process group. Closing follows the spec's shutdown order:
+close the child's stdin, wait ``grace`` seconds, SIGTERM the whole group, wait again,
+then SIGKILL the group, so a server that ignores SIGTERM (or left children behind) never
+outlives the client.
+
+Failure modes: ``receive`` raises ``anyio.EndOfStream`` when the child closed stdout (it
+exited or crashed); ``send`` raises ``anyio.BrokenResourceError`` when the child is gone;
+``ProcessStream.open`` raises ``OSError`` (e.g. ``FileNotFoundError``) when the command
+cannot be started.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Mapping, Sequence
+from typing import IO, Any
+
+import anyio
+from anyio.abc import Process
+
+
+class ProcessStream:
+    """A byte stream over a child process's stdin/stdout."""
+
+    def __init__(self, process: Process, grace: float) -> None:
+        self.process = process
+        self.grace = grace
+        self._closed = False
+
+    @classmethod
+    async def open(
+        cls,
+        command: Sequence[str],
+        *,
+        env: Mapping[str, str] | None = None,
+        cwd: str | None = None,
+        stderr: IO[Any] | int | None = None,
+        grace: float = 2.0,
+    ) -> ProcessStream:
+        """Start ``command``; ``stderr`` defaults to this process's stderr."""
+        full_env = {**os.environ, **env} if env is not None else None
+        process = await anyio.open_process(
+            list(command),
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=stderr if stderr is not None else sys.stderr,
+            env=full_env,
+            cwd=cwd,
+            start_new_session=True,
+        )
+        return cls(process, grace)
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    async def receive(self) -> bytes:
+        assert self.process.stdout is not None
+        return await self.process.stdout.receive(65536)
+
+    async def send(self, data: bytes) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.send(data)
+
+    async def aclose(self) -> None:
+        """Shut the child down: stdin closed -> wait -> SIGTERM -> wait -> SIGKILL."""
+        if self._closed:
+            return
+        self._closed = True
+        proc = self.process
+        with anyio.CancelScope(shield=True):
+            if proc.stdin is not None:
+                try:
+                    await proc.stdin.aclose()
+                except (anyio.BrokenResourceError, OSError):
+                    pass
+            if not await self._wait(self.grace):
+                self._signal(signal.SIGTERM)
+                if not await self._wait(self.grace):
+                    self._signal(signal.SIGKILL)
+                    await self._wait(self.grace)
+            if proc.stdout is not None:
+                await proc.stdout.aclose()
+
+    async def _wait(self, timeout: float) -> bool:
+        with anyio.move_on_after(timeout):
+            await self.process.wait()
+            return True
+        return False
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.killpg(self.process.pid, sig)
+        except (ProcessLookupError, PermissionError):
+            pass

@@ -1,0 +1,384 @@
+"""The layer rule of the mcpkit package, enforced on the source with ``ast``.
+
+Floors, lowest first::
+
+    1  mcpkit.protocol                      sans-I/O core: stdlib + orjson only
+    2  mcpkit.storage
+    3  mcpkit.session
+    4  mcpkit.transports   mcpkit.auth
+    5  mcpkit.server       mcpkit.client       mcpkit.check
+    6  mcpkit.cli
+
+A module may import from its own component (``mcpkit.server.*`` from ``mcpkit.server``)
+or from a lower floor. It may not import upwards, and components that share a floor never
+import each other (server must not import client; transports must not import auth).
+``mcpkit/__init__.py`` is the public surface and may import anything.
+
+Every import counts: module level, inside functions, under ``if TYPE_CHECKING:``,
+relative imports (resolved against the importing module), and
+``importlib.import_module("mcpkit...")`` / ``__import__`` with a literal name.
+Each violation is reported as ``path:line: message``.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parents[1] / "src"
+PACKAGE = "mcpkit"
+
+FLOORS: dict[str, int] = {
+    "protocol": 1,
+    "storage": 2,
+    "session": 3,
+    "transports": 4,
+    "auth": 4,
+    "server": 5,
+    "client": 5,
+    "check": 5,
+    "cli": 6,
+}
+"""Top-level component of ``mcpkit`` -> floor."""
+
+PROTOCOL_THIRD_PARTY_ALLOWED = frozenset({"orjson"})
+"""Besides the standard library and itself, all that ``mcpkit.protocol`` may import."""
+
+
+@dataclass(frozen=True)
+class Import:
+    module: str  # absolute dotted name that is imported (or imported from)
+    line: int
+
+
+def module_name(path: Path, src: Path) -> str:
+    """``src/mcpkit/server/app.py`` -> ``mcpkit.server.app`` (``__init__`` -> package)."""
+    parts = list(path.relative_to(src).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve_relative(importer: str, is_package: bool, level: int, module: str | None) -> str:
+    """The absolute module a relative ``from`` import names."""
+    package = importer.split(".") if is_package else importer.split(".")[:-1]
+    if level - 1 > len(package) - 1:
+        raise ValueError(f"relative import beyond the top-level package in {importer}")
+    base = package[: len(package) - (level - 1)]
+    return ".".join([*base, module] if module else base)
+
+
+def imports_of(path: Path, src: Path) -> list[Import]:
+    """Every module ``path`` imports, resolved to absolute names, with line numbers."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    importer = module_name(path, src)
+    is_package = path.name == "__init__.py"
+    found: list[Import] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [Import(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = _resolve_relative(importer, is_package, node.level, node.module)
+            else:
+                base = node.module or ""
+            if base != PACKAGE:
+                found.append(Import(base, node.lineno))
+            # `from pkg import name` may import a submodule `pkg.name`: count it as such
+            # when `pkg` is inside mcpkit (e.g. `from .. import client`).
+            if base == PACKAGE or base.startswith(PACKAGE + "."):
+                for alias in node.names:
+                    if alias.name != "*":
+                        found.append(Import(f"{base}.{alias.name}", node.lineno))
+        elif (
+            isinstance(node, ast.Call)
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and (
+                (
+                    isinstance(node.func, ast.Name)
+                    and node.func.id in ("__import__", "import_module")
+                )
+                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
+            )
+        ):
+            found.append(Import(node.args[0].value, node.lineno))
+    return found
+
+
+def _component(module: str) -> str | None:
+    """``mcpkit.server.app`` -> ``server``; ``mcpkit`` itself -> ``""``; others -> None."""
+    parts = module.split(".")
+    if parts[0] != PACKAGE:
+        return None
+    return parts[1] if len(parts) > 1 else ""
+
+
+def _known_submodule(module: str, src: Path) -> bool:
+    """Whether ``module`` (inside mcpkit) is a module or package that exists on disk."""
+    base = src.joinpath(*module.split("."))
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def check_file(path: Path, src: Path) -> list[str]:
+    """Layer-rule violations of one source file, as ``path:line: message`` strings."""
+    importer = module_name(path, src)
+    if importer == PACKAGE:
+        return []  # mcpkit/__init__.py: the public surface may import anything
+    rel = path.relative_to(src.parent) if src.parent in path.parents else path
+    own = _component(importer)
+    assert own is not None
+    if own not in FLOORS:
+        return [
+            f"{rel}:1: module {importer} belongs to no floor; add '{own}' to FLOORS in "
+            "tests/test_layers.py (and to the layer rule) or move it into a component"
+        ]
+    own_floor = FLOORS[own]
+    problems: list[str] = []
+    seen: set[tuple[int, str]] = set()
+
+    def report(line: int, message: str) -> None:
+        if (line, message) not in seen:
+            seen.add((line, message))
+            problems.append(f"{rel}:{line}: {message}")
+
+    for imp in imports_of(path, src):
+        target = _component(imp.module)
+        if target is None:
+            top = imp.module.split(".")[0]
+            if own == "protocol" and not (
+                top in sys.stdlib_module_names or top in PROTOCOL_THIRD_PARTY_ALLOWED
+            ):
+                report(
+                    imp.line,
+                    f"{importer} imports {imp.module}: mcpkit.protocol may import only the "
+                    "standard library and orjson (no anyio, sniffio, httpx, starlette, "
+                    "pydantic, ...)",
+                )
+            continue
+        if target == "":
+            # A bare `import mcpkit` (`from mcpkit import x` is judged as `mcpkit.x`).
+            report(
+                imp.line,
+                f"{importer} imports mcpkit, the public surface; import from the component "
+                "that defines what it needs",
+            )
+            continue
+        if target not in FLOORS:
+            # `from mcpkit import SomeName` of a re-exported name (not a submodule) reaches
+            # into the public surface, which sits above every floor.
+            if imp.module.count(".") == 1 and not _known_submodule(imp.module, src):
+                report(
+                    imp.line,
+                    f"{importer} imports {imp.module} from the public surface mcpkit/__init__; "
+                    "import it from the component that defines it",
+                )
+            else:
+                report(imp.line, f"{importer} imports {imp.module}, which belongs to no floor")
+            continue
+        if target == own:
+            continue
+        floor = FLOORS[target]
+        if floor > own_floor:
+            report(
+                imp.line,
+                f"{importer} (floor {own_floor}) imports mcpkit.{target} (floor {floor}): "
+                "a module may import only its own component and lower floors",
+            )
+        elif floor == own_floor:
+            report(
+                imp.line,
+                f"{importer} imports mcpkit.{target}: mcpkit.{own} and mcpkit.{target} share "
+                f"floor {floor} and must not import each other",
+            )
+    return problems
+
+
+def check_tree(src: Path) -> list[str]:
+    problems: list[str] = []
+    for path in sorted((src / PACKAGE).rglob("*.py")):
+        problems += check_file(path, src)
+    return problems
+
+
+# ---------------------------------------------------------------------------- the rule
+
+
+def test_package_source_found() -> None:
+    assert (SRC / PACKAGE / "__init__.py").is_file()
+    assert (SRC / PACKAGE / "protocol" / "connection.py").is_file()
+
+
+def test_layer_rule() -> None:
+    problems = check_tree(SRC)
+    assert not problems, "layer rule violations:\n" + "\n".join(problems)
+
+
+# ---------------------------------------------------------------------------- the checker
+
+
+def _write(root: Path, rel: str, text: str) -> Path:
+    path = root / rel
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def fake_src(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    for pkg in (
+        "",
+        "protocol/",
+        "storage/",
+        "session/",
+        "transports/",
+        "auth/",
+        "server/",
+        "client/",
+        "check/",
+        "cli/",
+    ):
+        _write(src, f"mcpkit/{pkg}__init__.py", "")
+    return src
+
+
+def test_clean_tree_passes(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/protocol/core.py", "import json\nimport orjson\nfrom . import x\n")
+    _write(fake_src, "mcpkit/session/s.py", "from ..protocol import core\nfrom .x import y\n")
+    _write(
+        fake_src,
+        "mcpkit/server/app.py",
+        "import anyio\nfrom mcpkit.protocol.core import C\nfrom ..session.s import S\n"
+        "from ..transports import stdio\nfrom . import tools\n",
+    )
+    _write(fake_src, "mcpkit/cli/main.py", "from ..server import app\nfrom ..client import c\n")
+    _write(fake_src, "mcpkit/__init__.py", "from .cli.main import main\nfrom .client import c\n")
+    assert check_tree(fake_src) == []
+
+
+def test_upward_import_reported_with_file_and_line(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/protocol/core.py", "import json\n\nfrom ..server import app\n")
+    assert check_tree(fake_src) == [
+        "src/mcpkit/protocol/core.py:3: mcpkit.protocol.core (floor 1) imports mcpkit.server "
+        "(floor 5): a module may import only its own component and lower floors"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("rel", "code", "target"),
+    [
+        ("mcpkit/server/app.py", "from mcpkit.client import Client\n", "client"),
+        ("mcpkit/server/app.py", "from .. import client\n", "client"),
+        ("mcpkit/client/c.py", "import mcpkit.check.run\n", "check"),
+        ("mcpkit/transports/http.py", "from ..auth.oauth import verify\n", "auth"),
+        ("mcpkit/auth/oauth.py", "from mcpkit.transports import http\n", "transports"),
+    ],
+)
+def test_sibling_imports_reported(fake_src: Path, rel: str, code: str, target: str) -> None:
+    _write(fake_src, rel, code)
+    (problem,) = check_tree(fake_src)
+    assert problem.startswith(f"src/{rel}:1: ")
+    assert f"imports mcpkit.{target}: " in problem
+    assert "must not import each other" in problem
+
+
+def test_imports_inside_functions_and_type_checking_count(fake_src: Path) -> None:
+    _write(
+        fake_src,
+        "mcpkit/storage/store.py",
+        "from typing import TYPE_CHECKING\n"
+        "if TYPE_CHECKING:\n"
+        "    from mcpkit.session import Session\n"
+        "def load():\n"
+        "    from ..transports.stdio import run\n"
+        "    import importlib\n"
+        "    return importlib.import_module('mcpkit.cli')\n",
+    )
+    problems = check_tree(fake_src)
+    assert [p.split(": ")[0] for p in problems] == [
+        "src/mcpkit/storage/store.py:3",
+        "src/mcpkit/storage/store.py:5",
+        "src/mcpkit/storage/store.py:7",
+    ]
+
+
+def test_protocol_may_not_import_io_or_model_libraries(fake_src: Path) -> None:
+    _write(
+        fake_src,
+        "mcpkit/protocol/core.py",
+        "from __future__ import annotations\nimport typing\nimport orjson\nimport anyio\n"
+        "def f():\n    import httpx\n    from pydantic import BaseModel\n"
+        "import sniffio\nfrom starlette.requests import Request\n",
+    )
+    problems = check_tree(fake_src)
+    assert [(p.split(": ")[0], p.split(" imports ")[1].split(":")[0]) for p in problems] == [
+        ("src/mcpkit/protocol/core.py:4", "anyio"),
+        ("src/mcpkit/protocol/core.py:8", "sniffio"),
+        ("src/mcpkit/protocol/core.py:9", "starlette.requests"),
+        ("src/mcpkit/protocol/core.py:6", "httpx"),
+        ("src/mcpkit/protocol/core.py:7", "pydantic"),
+    ]
+
+
+def test_other_floors_may_use_third_party_libraries(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/transports/http.py", "import anyio\nimport httpx\nimport starlette\n")
+    assert check_tree(fake_src) == []
+
+
+def test_public_surface_is_exempt_but_not_importable_from_inside(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/__init__.py", "from .server import Server\nServer = Server\n")
+    _write(fake_src, "mcpkit/session/s.py", "from mcpkit import Server\n")
+    (problem,) = check_tree(fake_src)
+    assert problem.startswith("src/mcpkit/session/s.py:1: ")
+    assert "public surface" in problem
+
+
+def test_bare_package_import_is_reported(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/cli/main.py", "import mcpkit.server\nimport mcpkit\n")
+    (problem,) = check_tree(fake_src)
+    assert problem.startswith("src/mcpkit/cli/main.py:2: ")
+    assert "public surface" in problem
+
+
+def test_module_outside_every_floor_is_reported(fake_src: Path) -> None:
+    _write(fake_src, "mcpkit/extras/x.py", "")
+    _write(fake_src, "mcpkit/helpers.py", "")
+    assert [p.split(": ")[0] for p in check_tree(fake_src)] == [
+        "src/mcpkit/extras/x.py:1",
+        "src/mcpkit/helpers.py:1",
+    ]
+
+
+def test_single_module_component(fake_src: Path) -> None:
+    # A component may be one module (mcpkit/session.py) rather than a package.
+    (fake_src / "mcpkit/session/__init__.py").unlink()
+    (fake_src / "mcpkit/session").rmdir()
+    _write(fake_src, "mcpkit/session.py", "from .protocol import core\nfrom .server import app\n")
+    (problem,) = check_tree(fake_src)
+    assert problem.startswith(
+        "src/mcpkit/session.py:2: mcpkit.session (floor 3) imports mcpkit.server (floor 5)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("importer", "is_package", "level", "module", "expected"),
+    [
+        ("mcpkit.server.app", False, 1, "tools", "mcpkit.server.tools"),
+        ("mcpkit.server.app", False, 1, None, "mcpkit.server"),
+        ("mcpkit.server.app", False, 2, "protocol.errors", "mcpkit.protocol.errors"),
+        ("mcpkit.server.app", False, 2, None, "mcpkit"),
+        ("mcpkit.server", True, 1, "app", "mcpkit.server.app"),
+        ("mcpkit.server", True, 2, "client", "mcpkit.client"),
+        ("mcpkit.session", False, 1, "protocol", "mcpkit.protocol"),
+    ],
+)
+def test_relative_import_resolution(
+    importer: str, is_package: bool, level: int, module: str | None, expected: str
+) -> None:
+    assert _resolve_relative(importer, is_package, level, module) == expected
