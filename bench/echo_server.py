@@ -1,6 +1,11 @@
-"""The benchmark peer: echo and add (+ 200 schema-heavy tools with --tools 200)."""
+"""The mcpkit benchmark peer for ../shared/bench/mcpbench.py.
 
-from __future__ import annotations
+    python bench/echo_server.py               echo + add over stdio
+    python bench/echo_server.py --tools 200   plus 200 schema-heavy tools (suite E)
+"""
+
+import sys
+from typing import Annotated, Literal
 
 from mcpkit import Server
 
@@ -19,5 +24,50 @@ async def add(a: int, b: int) -> int:
     return a + b
 
 
+def add_heavy_tools(count: int) -> None:
+    """Register ``count`` copies of a search tool with a rich, pydantic-derived schema."""
+    from pydantic import BaseModel, Field
+
+    class Filter(BaseModel):
+        field: Annotated[str, Field(description="Name of the field to filter on")]
+        op: Annotated[
+            Literal["eq", "ne", "lt", "gt", "contains"], Field(description="Comparison operator")
+        ] = "eq"
+        value: Annotated[
+            str | int | float | None, Field(description="Value to compare against")
+        ] = None
+
+    async def search(
+        query: Annotated[str, Field(description="Free-text query", min_length=1,
+                                    max_length=512)],
+        limit: Annotated[int, Field(description="Maximum number of results", ge=1, le=1000)] = 10,
+        offset: Annotated[int, Field(description="Number of results to skip", ge=0)] = 0,
+        threshold: Annotated[
+            float, Field(description="Minimum relevance score", ge=0.0, le=1.0)
+        ] = 0.5,
+        include_archived: Annotated[bool, Field(description="Also return archived items")] = False,
+        tags: Annotated[
+            list[str] | None, Field(description="Only items carrying all of these tags")
+        ] = None,
+        sort: Annotated[
+            Literal["relevance", "newest", "oldest", "name"], Field(description="Sort order")
+        ] = "relevance",
+        filters: Annotated[
+            list[Filter] | None, Field(description="Structured filters, AND-ed together")
+        ] = None,
+    ) -> str:
+        return f"{query}:{limit}"
+
+    for i in range(count):
+        server.add_tool(
+            search,
+            name=f"search_{i:03d}",
+            description=f"Tool {i}: search the catalogue shard {i} and return a short text "
+            "summary of the matching items.",
+        )
+
+
 if __name__ == "__main__":
+    if "--tools" in sys.argv:
+        add_heavy_tools(int(sys.argv[sys.argv.index("--tools") + 1]))
     server.run()

@@ -21,7 +21,9 @@ import base64
 import json
 import sys
 import tempfile
-from collections.abc import Callable
+import time
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,7 +34,9 @@ import mcp.types as types
 import pytest
 from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.session import ClientRequestContext
+from mcp.client.stdio import PROCESS_TERMINATION_TIMEOUT
 from mcp.shared.exceptions import MCPError
+from mcp_types import REQUEST_TIMEOUT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
 from tests.support.schemas import WireChecker
@@ -78,16 +82,34 @@ class Callbacks:
     elicitation: list[types.ElicitRequestParams] = field(default_factory=list)
     roots_asked: int = 0
 
+    def __post_init__(self) -> None:
+        self._changed = anyio.Event()
+
+    def _record(self, bucket: list[Any], item: Any) -> None:
+        bucket.append(item)
+        self._changed.set()
+        self._changed = anyio.Event()
+
+    async def wait_until(self, predicate: Callable[[], bool], what: str,
+                         timeout: float = 5.0) -> None:
+        """Callbacks run in tasks the client spawns, so they may land just after a result."""
+        try:
+            with anyio.fail_after(timeout):
+                while not predicate():
+                    await self._changed.wait()
+        except TimeoutError:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
+
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
-        self.progress.append((progress, total, message))
+        self._record(self.progress, (progress, total, message))
 
     async def on_log(self, params: types.LoggingMessageNotificationParams) -> None:
-        self.logs.append(params)
+        self._record(self.logs, params)
 
     async def on_sampling(
         self, context: ClientRequestContext, params: types.CreateMessageRequestParams
     ) -> types.CreateMessageResult:
-        self.sampling.append(params)
+        self._record(self.sampling, params)
         return types.CreateMessageResult(
             role="assistant",
             content=types.TextContent(type="text", text=SAMPLED_ANSWER),
@@ -98,22 +120,12 @@ class Callbacks:
     async def on_elicitation(
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult:
-        self.elicitation.append(params)
+        self._record(self.elicitation, params)
         return types.ElicitResult(action="accept", content={"response": "interop says hi"})
 
     async def on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
         self.roots_asked += 1
         return types.ListRootsResult(roots=[types.Root(uri="file:///tmp/interop", name="tmp")])
-
-
-async def wait_until(predicate: Callable[[], bool], what: str, timeout: float = 5.0) -> None:
-    """Callbacks run in tasks the client spawns, so they may land just after a result."""
-    try:
-        with anyio.fail_after(timeout):
-            while not predicate():
-                await anyio.sleep(0.01)
-    except TimeoutError:
-        raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
 
 def text_of(block: Any) -> str:
@@ -240,7 +252,7 @@ async def check_tools(session: ClientSession, cb: Callbacks, version: str) -> No
                                   progress_callback=cb.on_progress)
     assert not res.is_error
     assert text_of(res.content[0]).isdigit()  # the token: mcp uses the request id
-    await wait_until(lambda: len(cb.progress) >= 3, "three progress notifications")
+    await cb.wait_until(lambda: len(cb.progress) >= 3, "three progress notifications")
     assert [(p, t) for p, t, _ in cb.progress] == [(0, 100), (50, 100), (100, 100)]
     messages = [m for _, _, m in cb.progress]
     if at_least(version, "2025-03-26"):
@@ -252,7 +264,7 @@ async def check_tools(session: ClientSession, cb: Callbacks, version: str) -> No
     await session.set_logging_level("info")
     res = await session.call_tool("test_tool_with_logging", {})
     assert text_of(res.content[0]) == "Tool with logging executed successfully"
-    await wait_until(lambda: len(cb.logs) >= 3, "three log messages")
+    await cb.wait_until(lambda: len(cb.logs) >= 3, "three log messages")
     assert [(m.level, m.data) for m in cb.logs] == [
         ("info", "Tool execution started"),
         ("info", "Tool processing data"),
@@ -472,60 +484,125 @@ def check_wire(entries: list[dict[str, Any]], version: str) -> None:
         assert not any("message" in m["params"] for m in progress)
 
 
-# ---------------------------------------------------------------------- the test
+# ---------------------------------------------------------------------- the session
 
 
-@pytest.mark.parametrize("version", VERSIONS)
-async def test_official_client_drives_everything_server(
-    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+@dataclass
+class Run:
+    session: ClientSession
+    wire_log: Path
+    shutdown_seconds: float = -1.0  # from closing the client to the server being gone
+
+
+@asynccontextmanager
+async def official_client(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, cb: Callbacks,
+    timeout: float = 60,
+) -> AsyncIterator[Run]:
+    """The official stdio client + ClientSession, offering ``version``, against
+    everything.py behind the wiretap; the server's stderr is printed (shown on failure)."""
     assert version in HANDSHAKE_PROTOCOL_VERSIONS
     # What ClientSession.initialize() offers; see the module docstring.
     monkeypatch.setattr(mcp_client_session, "LATEST_HANDSHAKE_VERSION", version)
-    wire_log = tmp_path / "wire.jsonl"
+    wire_log = tmp_path / f"wire-{version}.jsonl"
     params = StdioServerParameters(
         command=sys.executable,
         args=[str(WIRETAP), str(wire_log), "--", sys.executable, str(EVERYTHING)],
         cwd=ROOT,
     )
-    cb = Callbacks()
     with tempfile.TemporaryFile("w+") as errlog:
         try:
-            with anyio.fail_after(60):
-                async with stdio_client(params, errlog=errlog) as (read, write), ClientSession(
-                    read,
-                    write,
-                    read_timeout_seconds=20,
-                    sampling_callback=cb.on_sampling,
-                    elicitation_callback=cb.on_elicitation,
-                    list_roots_callback=cb.on_list_roots,
-                    logging_callback=cb.on_log,
-                    client_info=types.Implementation(name="official-interop", version="2.3.0"),
-                ) as session:
-                    init = await session.initialize()
-                    assert init.protocol_version == version
-                    assert session.protocol_version == version
-                    assert init.server_info.name == "mcpkit-everything"
-                    assert init.instructions and "test_" in init.instructions
-                    caps = init.capabilities
-                    assert caps.tools is not None and caps.resources is not None
-                    assert caps.prompts is not None and caps.logging is not None
-                    assert caps.resources.subscribe is True
-                    assert (caps.completions is not None) == at_least(version, "2025-03-26")
-                    if at_least(version, "2025-06-18"):
-                        assert init.server_info.title == "mcpkit everything server"
-
-                    assert isinstance(await session.send_ping(), types.EmptyResult)
-                    await check_tools(session, cb, version)
-                    await check_resources(session, version)
-                    await check_prompts(session, version)
-                    await check_completion(session)
-                    assert isinstance(await session.send_ping(), types.EmptyResult)
-                    assert cb.roots_asked == 0  # everything.py never asks for roots
+            with anyio.fail_after(timeout):
+                async with stdio_client(params, errlog=errlog) as (read, write):
+                    async with ClientSession(
+                        read,
+                        write,
+                        read_timeout_seconds=20,
+                        sampling_callback=cb.on_sampling,
+                        elicitation_callback=cb.on_elicitation,
+                        list_roots_callback=cb.on_list_roots,
+                        logging_callback=cb.on_log,
+                        client_info=types.Implementation(name="official-interop",
+                                                         version="2.3.0"),
+                    ) as session:
+                        run = Run(session, wire_log)
+                        init = await session.initialize()
+                        assert init.protocol_version == version
+                        assert session.protocol_version == version
+                        yield run
+                    started = time.monotonic()
+                run.shutdown_seconds = time.monotonic() - started
         finally:
             errlog.seek(0)
             stderr = errlog.read()
             if stderr:
                 print(f"--- server stderr ({version}) ---\n{stderr}")
 
-    check_wire(read_wire(wire_log), version)
+
+# ---------------------------------------------------------------------- the tests
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_official_client_drives_everything_server(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cb = Callbacks()
+    async with official_client(version, tmp_path, monkeypatch, cb) as run:
+        session = run.session
+        init = session.initialize_result
+        assert init is not None
+        assert init.server_info.name == "mcpkit-everything"
+        assert init.instructions and "test_" in init.instructions
+        caps = init.capabilities
+        assert caps.tools is not None and caps.resources is not None
+        assert caps.prompts is not None and caps.logging is not None
+        assert caps.resources.subscribe is True
+        assert (caps.completions is not None) == at_least(version, "2025-03-26")
+        if at_least(version, "2025-06-18"):
+            assert init.server_info.title == "mcpkit everything server"
+
+        assert isinstance(await session.send_ping(), types.EmptyResult)
+        await check_tools(session, cb, version)
+        await check_resources(session, version)
+        await check_prompts(session, version)
+        await check_completion(session)
+        assert isinstance(await session.send_ping(), types.EmptyResult)
+        assert cb.roots_asked == 0  # everything.py never asks for roots
+
+    # stdio shutdown: the client closes stdin and the server exits by itself, well
+    # before the client would escalate to SIGTERM
+    assert run.shutdown_seconds < PROCESS_TERMINATION_TIMEOUT, run.shutdown_seconds
+    check_wire(read_wire(run.wire_log), version)
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+async def test_official_client_cancels_a_timed_out_call(
+    version: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """mcp 2.3.0 sends notifications/cancelled for a request it stops waiting for; the
+    server must stop the work and never answer that request, and keep serving."""
+    cb = Callbacks()
+    async with official_client(version, tmp_path, monkeypatch, cb) as run:
+        session = run.session
+        await expect_error(REQUEST_TIMEOUT, session.call_tool("sleep", {"seconds": 30},
+                                                              read_timeout_seconds=0.5))
+        res = await session.call_tool("echo", {"text": "still here"})
+        assert [text_of(b) for b in res.content] == ["still here"]
+        # a response to the cancelled call would have arrived by now (it never should)
+        await anyio.sleep(0.3)
+        assert isinstance(await session.send_ping(), types.EmptyResult)
+
+    entries = read_wire(run.wire_log)
+    checker = replay(entries)
+    assert checker.revision == version
+    sleep_ids = [e["msg"]["id"] for e in entries if e["dir"] == "c2s"
+                 and e["msg"].get("method") == "tools/call"
+                 and e["msg"]["params"]["name"] == "sleep"]
+    assert len(sleep_ids) == 1
+    cancels = [e["msg"]["params"] for e in entries if e["dir"] == "c2s"
+               and e["msg"].get("method") == "notifications/cancelled"]
+    assert [c["requestId"] for c in cancels] == sleep_ids
+    answered = [e["msg"] for e in entries if e["dir"] == "s2c" and "method" not in e["msg"]
+                and e["msg"].get("id") == sleep_ids[0]]
+    assert answered == [], "the server answered a cancelled request"
+    assert run.shutdown_seconds < PROCESS_TERMINATION_TIMEOUT, run.shutdown_seconds

@@ -24,7 +24,7 @@ from typing import IO, Any
 
 class _Log:
     def __init__(self, path: str) -> None:
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives as long as we do
+        self._file = open(path, "a", encoding="utf-8")
         self._lock = threading.Lock()
 
     def record(self, direction: str, line: bytes) -> None:

@@ -305,26 +305,34 @@ class Connection:
             try:
                 msg = parse_message(item)
             except BadMessage as bad:
-                batch.parts.append(encode(error_msg(bad.id, bad.error.to_error())))
+                batch.parts.append(encode(self._error_obj(bad.id, bad.error.to_error())))
                 events.append(ProtocolViolation(bad.error))
                 continue
             if isinstance(msg, Request) and msg.method == "initialize":
                 err = InvalidRequest("Invalid Request: 'initialize' must not be part of a batch.")
-                batch.parts.append(encode(error_msg(msg.id, err.to_error())))
+                batch.parts.append(encode(self._error_obj(msg.id, err.to_error())))
                 events.append(ProtocolViolation(err))
                 continue
             self._dispatch(msg, events, batch)
         batch.receiving = False
         self._maybe_flush_batch(batch)
 
+    def _error_obj(self, id: RequestId | None, err: JSONObject) -> JSONObject:
+        """An error response; an unreadable id is ``null`` (JSON-RPC 2.0), or omitted in
+        revisions whose schema makes it optional and forbids null (2025-11-25)."""
+        msg = error_msg(id, err)
+        if id is None and self.revision is not None and self.revision.has("omit_unreadable_id"):
+            del msg["id"]
+        return msg
+
     def _reject(self, err: ProtocolError, id: RequestId | None, events: list[Event]) -> None:
-        self._outbox.append(Outgoing(encode(error_msg(id, err.to_error())), id))
+        self._outbox.append(Outgoing(encode(self._error_obj(id, err.to_error())), id))
         events.append(ProtocolViolation(err))
 
     def _answer_error(
         self, id: RequestId, err: ProtocolError, batch: _Batch | None, events: list[Event]
     ) -> None:
-        data = encode(error_msg(id, err.to_error()))
+        data = encode(self._error_obj(id, err.to_error()))
         if batch is not None:
             batch.parts.append(data)
         else:
@@ -714,7 +722,7 @@ class Connection:
         rec = self._inbound.pop(rid, None)
         if rec is None:
             return False
-        self._deliver(rid, rec, encode(error_msg(rid, err.to_error())))
+        self._deliver(rid, rec, encode(self._error_obj(rid, err.to_error())))
         return True
 
     def _deliver(self, rid: RequestId, rec: _Inbound, data: bytes) -> None:

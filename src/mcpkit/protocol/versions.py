@@ -98,6 +98,7 @@ FEATURES: Final = {
     "tool_execution": "Tool.execution.taskSupport",
     "resource_not_found_32002": "resources/read of an unknown URI answers -32002",
     "tool_input_errors": "bad tool arguments are isError results, not JSON-RPC errors",
+    "omit_unreadable_id": "an error answering an unreadable id omits `id` (null is invalid)",
 }
 
 _F_2503 = frozenset(
@@ -120,6 +121,7 @@ _F_2511 = _F_2506 | {
     "sampling_tools",
     "tool_execution",
     "tool_input_errors",
+    "omit_unreadable_id",
 }
 
 REVISIONS: Final[dict[str, Revision]] = {

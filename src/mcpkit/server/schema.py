@@ -133,8 +133,17 @@ class Signature:
         sig = inspect.signature(fn)
         try:
             hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:
-            hints = {}
+        except Exception:  # retry with the closure's names, else explain what to do
+            try:
+                local_names = dict(inspect.getclosurevars(fn).nonlocals)
+                hints = typing.get_type_hints(fn, localns=local_names, include_extras=True)
+            except Exception as exc:
+                raise TypeError(
+                    f"cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: "
+                    f"{exc}. Define the types it uses at module level (string annotations "
+                    "from 'from __future__ import annotations' are resolved in the module's "
+                    "namespace)."
+                ) from None
         self.context_param: str | None = None
         self.adapters: dict[str, Any] = {}
         self.names: list[str] = []
