@@ -132,7 +132,15 @@ class Session:
                 task_status.started()
                 eof = False
                 try:
-                    await self._reader()
+                    read_nowait = getattr(self.stream, "read_nowait", None)
+                    if (
+                        self._asyncio_loop is not None
+                        and read_nowait is not None
+                        and getattr(self.stream, "pollable", False)
+                    ):
+                        await self._callback_reader(read_nowait)
+                    else:
+                        await self._reader()
                     eof = True
                 finally:
                     if eof:
@@ -145,6 +153,45 @@ class Session:
         finally:
             self._closed = True
             self._fail_waiters()
+
+    async def _callback_reader(self, read_nowait: Callable[[], bytes | None]) -> None:
+        """asyncio fast path: read and dispatch inside the loop's readiness callback.
+
+        Saves the reader task's wake-up and the per-read registration of the descriptor;
+        requests that need a task still get one, answered ones are written at once.
+        """
+        loop = self._asyncio_loop
+        fd = self.stream.read_fd  # type: ignore[attr-defined]
+        ended = anyio.Event()
+        conn = self.conn
+
+        def on_readable() -> None:
+            try:
+                data = read_nowait()
+            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+                data = b""
+            if data is None:
+                return
+            try:
+                if not data:
+                    loop.remove_reader(fd)
+                    events = conn.receive_eof()
+                    ended.set()
+                else:
+                    events = conn.receive_data(data)
+                for event in events:
+                    self._handle(event)
+                self._kick()
+            except Exception:  # never let a bug kill the loop callback silently
+                log.exception("error while processing input")
+                loop.remove_reader(fd)
+                ended.set()
+
+        loop.add_reader(fd, on_readable)
+        try:
+            await ended.wait()
+        finally:
+            loop.remove_reader(fd)
 
     async def _reader(self) -> None:
         conn, stream = self.conn, self.stream
@@ -372,7 +419,10 @@ class Session:
                 self._handles.pop(rid, None)
             self._coros.pop(rid, None)
             coro.close()
-            self._kick()
+            if not self._handles and self._try_send is not None and not self._writer_busy:
+                self._flush_now()  # nothing else running: write now, no extra loop turn
+            else:
+                self._kick()
             if self._idle is not None and not self._handles:
                 self._idle.set()
 

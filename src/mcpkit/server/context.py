@@ -202,6 +202,17 @@ class Context:
             )
         if caps and "form" not in caps:
             raise CapabilityNotSupported("the client supports only URL-mode elicitation")
+        rev = self.revision
+        if rev.has("elicitation") and not rev.has("elicitation_url"):
+            # Before 2025-11-25 (SEP-1330 came with URL mode) a field is a primitive or a
+            # string enum: a multi-select (type: array) has no spelling there.
+            props = schema.get("properties")
+            for name, prop in (props if isinstance(props, dict) else {}).items():
+                if isinstance(prop, dict) and prop.get("type") == "array":
+                    raise CapabilityNotSupported(
+                        f"elicitation field {name!r} is a multi-select (type: array), which "
+                        f"protocol revision {rev.version} cannot express (it needs 2025-11-25)"
+                    )
         params: JSONObject = {"message": message, "requestedSchema": schema}
         if self.revision.has("elicitation_url"):
             params = {"mode": "form", **params}

@@ -16,10 +16,11 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..protocol.errors import ToolError
+from ..protocol.errors import CapabilityNotSupported, ToolError
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .schema import Signature, output_schema, parse_docstring
+from .validation import SchemaValidator
 
 log = logging.getLogger("mcpkit.server")
 JSON = dict[str, Any]
@@ -71,7 +72,7 @@ class Tool:
         self.input_schema = input_schema if input_schema is not None else self.signature.schema
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
-        self._validator: Any = None
+        self.validator = SchemaValidator(self.input_schema)
         self.wrapped = False
         self._out_adapter: Any = None
         if output_schema_ is not None:
@@ -87,7 +88,9 @@ class Tool:
             except Exception:
                 pass
             self.output_schema, self.wrapped, self._out_adapter = output_schema(ret)
-        self._output_validator: Any = None
+        self.output_validator = (
+            SchemaValidator(self.output_schema) if self.output_schema is not None else None
+        )
         self.title = title
         self.annotations = annotations
         self.icons = icons
@@ -115,30 +118,11 @@ class Tool:
 
     # ------------------------------------------------------------------ calling
 
-    @property
-    def validator(self) -> Any:
-        """The compiled ``inputSchema`` validator, built on first use (keeps the compiled
-        validator library and per-tool compile work off the start-up path)."""
-        if self._validator is None:
-            self._validator = compile_schema(self.input_schema)
-        return self._validator
-
-    @property
-    def output_validator(self) -> Any:
-        if self._output_validator is None and self.output_schema is not None:
-            self._output_validator = compile_schema(self.output_schema)
-        return self._output_validator
-
     def invalid_arguments(self, arguments: Any) -> JSON | None:
         """An ``isError`` result if ``arguments`` fail the input schema, else None."""
         if self.validator.is_valid(arguments):
             return None
-        problems = []
-        for err in self.validator.iter_errors(arguments):
-            where = "/".join(str(p) for p in err.instance_path) or "arguments"
-            problems.append(f"{where}: {err.message}")
-            if len(problems) >= 10:
-                break
+        problems = self.validator.errors(arguments)
         text = (
             f"Invalid arguments for tool '{self.name}': " + "; ".join(problems) + ". "
             f"Expected: {describe_schema(self.input_schema)}. "
@@ -163,6 +147,12 @@ class Tool:
                 value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
         except ToolError as exc:
             return error_result(str(exc) or f"The tool '{self.name}' failed.")
+        except CapabilityNotSupported as exc:  # mcpkit's own words about this session
+            log.info("tool %r needs what this session lacks: %s", self.name, exc)
+            return error_result(
+                f"The tool '{self.name}' cannot run in this session: {exc}. Retrying will not "
+                "help; it needs a client that supports this feature."
+            )
         except Exception as exc:
             log.exception("tool %r raised", self.name)
             return error_result(
@@ -194,13 +184,6 @@ class Tool:
             "structuredContent": structured,
             "isError": False,
         }
-
-
-def compile_schema(schema: JSON) -> Any:
-    """A ``jsonschema_rs`` validator (JSON Schema 2020-12 unless ``$schema`` says otherwise)."""
-    import jsonschema_rs
-
-    return jsonschema_rs.validator_for(schema)
 
 
 def error_result(text: str) -> JSON:

@@ -101,6 +101,27 @@ class StdioStream:
                 raise anyio.BrokenResourceError from exc
             view = view[n:]
 
+    @property
+    def pollable(self) -> bool:
+        """Whether the read side can be watched by the event loop (a pipe or socket)."""
+        return self._read_poll
+
+    @property
+    def read_fd(self) -> int:
+        return self._rfd
+
+    def read_nowait(self) -> bytes | None:
+        """What can be read without waiting: bytes, ``b""`` at end of input, or None when
+        nothing is ready. Only for pipes and sockets (see ``pollable``)."""
+        if self._closed:
+            raise anyio.ClosedResourceError
+        try:
+            return os.read(self._rfd, _READ_SIZE)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            raise anyio.BrokenResourceError from exc
+
     def try_send(self, data: bytes) -> int:
         """Write what fits without waiting; returns the byte count written (may be short).
 
