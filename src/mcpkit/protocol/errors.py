@@ -68,42 +68,62 @@ class ProtocolError(MCPError):
 
 
 class ParseError(ProtocolError):
+    """The bytes are not JSON (or not UTF-8): -32700."""
+
     code = PARSE_ERROR
 
 
 class InvalidRequest(ProtocolError):
+    """Not a valid JSON-RPC/MCP message, or not allowed in this session state: -32600."""
+
     code = INVALID_REQUEST
 
 
 class MethodNotFound(ProtocolError):
+    """Unknown method, or one the revision or declared capabilities lack: -32601."""
+
     code = METHOD_NOT_FOUND
 
 
 class InvalidParams(ProtocolError):
+    """Parameters that fail the method's shape (unknown tool, bad cursor, …): -32602."""
+
     code = INVALID_PARAMS
 
 
 class InternalError(ProtocolError):
+    """A fault of ours; the message never carries internals: -32603."""
+
     code = INTERNAL_ERROR
 
 
 class ResourceNotFound(ProtocolError):
+    """``resources/read`` of a URI the server does not have: -32002 (``data.uri``)."""
+
     code = RESOURCE_NOT_FOUND
 
 
 class URLElicitationRequired(ProtocolError):
+    """The request needs the user to finish a URL-mode elicitation: -32042."""
+
     code = URL_ELICITATION_REQUIRED
 
 
 class HeaderMismatch(ProtocolError):
+    """An HTTP header disagrees with the message body (2026-07-28): -32020."""
+
     code = HEADER_MISMATCH
 
 
 class MissingClientCapability(ProtocolError):
+    """The request needs a client capability it did not declare: -32021."""
+
     code = MISSING_CLIENT_CAPABILITY
 
 
 class UnsupportedProtocolVersion(ProtocolError):
+    """The request's protocol version is not supported: -32022."""
+
     code = UNSUPPORTED_PROTOCOL_VERSION
 
 
