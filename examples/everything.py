@@ -1,7 +1,8 @@
 """The "everything" server: every feature the official MCP conformance suite exercises,
 plus ``echo``, ``add`` and ``sleep``.
 
-    python examples/everything.py            # serve on stdio
+    python examples/everything.py                        # serve on stdio
+    python examples/everything.py --http --port 3001     # Streamable HTTP at /mcp
 """
 
 from __future__ import annotations
@@ -426,4 +427,10 @@ def complete_id(value: str, context: dict[str, str]) -> list[str]:
 
 
 if __name__ == "__main__":
-    server.run()
+    import sys
+
+    if "--http" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 3001
+        server.run("http", port=port)
+    else:
+        server.run()

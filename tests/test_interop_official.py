@@ -47,7 +47,7 @@ WIRETAP = ROOT / "tests" / "support" / "wiretap.py"
 
 ORDER = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
 VERSIONS = tuple(reversed(ORDER))  # newest first
-MIN_CHECKED = 45  # server messages validated per run (a full run sends 47-48)
+MIN_CHECKED = 50  # server messages validated per full run (51-54, by revision)
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
 SAMPLED_ANSWER = "The answer is 4."
@@ -81,6 +81,8 @@ class Callbacks:
     sampling: list[types.CreateMessageRequestParams] = field(default_factory=list)
     elicitation: list[types.ElicitRequestParams] = field(default_factory=list)
     roots_asked: int = 0
+    updated: list[str] = field(default_factory=list)  # notifications/resources/updated uris
+    transport_errors: list[Exception] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self._changed = anyio.Event()
@@ -121,7 +123,22 @@ class Callbacks:
         self, context: ClientRequestContext, params: types.ElicitRequestParams
     ) -> types.ElicitResult:
         self._record(self.elicitation, params)
-        return types.ElicitResult(action="accept", content={"response": "interop says hi"})
+        assert isinstance(params, types.ElicitRequestFormParams)
+        props = params.requested_schema["properties"]
+        if "response" in props:
+            return types.ElicitResult(action="accept", content={"response": "interop says hi"})
+        if "untitledMulti" in props:
+            return types.ElicitResult(action="accept", content={
+                "untitledSingle": "option2", "untitledMulti": ["option1", "option3"]})
+        # a form pre-filled with the schema's defaults, submitted as is
+        return types.ElicitResult(action="accept", content={
+            name: prop["default"] for name, prop in props.items() if "default" in prop})
+
+    async def on_message(self, message: Exception | Any) -> None:
+        if isinstance(message, Exception):  # e.g. a line on stdout that is not JSON-RPC
+            self._record(self.transport_errors, message)
+        elif isinstance(message, types.ResourceUpdatedNotification):
+            self._record(self.updated, str(message.params.uri))
 
     async def on_list_roots(self, context: ClientRequestContext) -> types.ListRootsResult:
         self.roots_asked += 1
@@ -184,6 +201,18 @@ async def check_tools(session: ClientSession, cb: Callbacks, version: str) -> No
     schema_2020 = tools["json_schema_2020_12_tool"].input_schema
     assert schema_2020["$schema"] == "https://json-schema.org/draft/2020-12/schema"
     assert "address" in schema_2020["$defs"]
+
+    # -- a JSON Schema 2020-12 inputSchema ($defs, if/then/else, allOf) is enforced as is
+    res = await session.call_tool("json_schema_2020_12_tool", {
+        "name": "Ada", "contactMethod": "email", "email": "ada@example.com"})
+    assert not res.is_error, res
+    assert "JSON Schema 2020-12 tool called with" in text_of(res.content[0])
+    phone_missing = {"name": "Ada", "contactMethod": "phone"}
+    if at_least(version, "2025-11-25"):
+        res = await session.call_tool("json_schema_2020_12_tool", phone_missing)
+        assert res.is_error and "phone" in text_of(res.content[0])
+    else:
+        await expect_error(-32602, session.call_tool("json_schema_2020_12_tool", phone_missing))
 
     # -- simple results
     res = await session.call_tool("echo", {"text": "hello interop"})
@@ -295,9 +324,51 @@ async def check_tools(session: ClientSession, cb: Callbacks, version: str) -> No
         assert text_of(res.content[0]) == (
             "User response: action=accept, content={'response': 'interop says hi'}"
         )
+    else:  # the tool fails, and says why (not "try again later")
+        assert res.is_error, res
+        assert cb.elicitation == []
+        assert "cannot run in this session" in text_of(res.content[0])
+        assert "elicitation/create" in text_of(res.content[0])
+
+    # SEP-1034: defaults for every primitive type (`default` is only known on booleans
+    # before 2025-11-25, but a schema tolerates it, and older clients ignore it)
+    cb.elicitation.clear()
+    res = await session.call_tool("test_elicitation_sep1034_defaults", {})
+    if at_least(version, "2025-06-18"):
+        assert not res.is_error, res
+        (asked_user,) = cb.elicitation
+        assert isinstance(asked_user, types.ElicitRequestFormParams)
+        props = asked_user.requested_schema["properties"]
+        assert props["age"] == {"type": "integer", "description": "User age", "default": 30}
+        assert props["status"]["enum"] == ["active", "inactive", "pending"]
+        assert text_of(res.content[0]) == (
+            "Elicitation completed: action=accept, content={'name': 'John Doe', 'age': 30, "
+            "'score': 95.5, 'status': 'active', 'verified': True}"
+        )
+    else:
+        assert res.is_error and cb.elicitation == []
+
+    # SEP-1330: titled/untitled single- and multi-select enums. Multi-select (type:
+    # array) does not exist before 2025-11-25, so the server must not send it there.
+    cb.elicitation.clear()
+    res = await session.call_tool("test_elicitation_sep1330_enums", {})
+    if at_least(version, "2025-11-25"):
+        assert not res.is_error, res
+        (asked_user,) = cb.elicitation
+        assert isinstance(asked_user, types.ElicitRequestFormParams)
+        props = asked_user.requested_schema["properties"]
+        assert props["untitledMulti"]["type"] == "array"
+        assert props["titledSingle"]["oneOf"][0] == {"const": "value1", "title": "First Option"}
+        assert props["legacyEnum"]["enumNames"] == ["Option One", "Option Two", "Option Three"]
+        assert text_of(res.content[0]) == (
+            "Elicitation completed: action=accept, content={'untitledSingle': 'option2', "
+            "'untitledMulti': ['option1', 'option3']}"
+        )
     else:
         assert res.is_error, res
         assert cb.elicitation == []
+        if at_least(version, "2025-06-18"):
+            assert "multi-select" in text_of(res.content[0])
 
 
 async def check_resources(session: ClientSession, version: str) -> None:
@@ -463,8 +534,8 @@ def check_wire(entries: list[dict[str, Any]], version: str) -> None:
     assert server_methods.count("notifications/message") == 3
     assert server_methods.count("notifications/progress") == 3
     assert server_methods.count("sampling/createMessage") == 1
-    assert server_methods.count("elicitation/create") == (
-        1 if at_least(version, "2025-06-18") else 0)
+    assert server_methods.count("elicitation/create") == {
+        "2025-11-25": 3, "2025-06-18": 2}.get(version, 0)
 
     results = server_results(entries)
     tool_results = [r for method, r in results if method == "tools/call"]
@@ -522,6 +593,7 @@ async def official_client(
                         elicitation_callback=cb.on_elicitation,
                         list_roots_callback=cb.on_list_roots,
                         logging_callback=cb.on_log,
+                        message_handler=cb.on_message,
                         client_info=types.Implementation(name="official-interop",
                                                          version="2.3.0"),
                     ) as session:
@@ -530,6 +602,7 @@ async def official_client(
                         assert init.protocol_version == version
                         assert session.protocol_version == version
                         yield run
+                        assert cb.transport_errors == []
                     started = time.monotonic()
                 run.shutdown_seconds = time.monotonic() - started
         finally:
@@ -605,4 +678,30 @@ async def test_official_client_cancels_a_timed_out_call(
     answered = [e["msg"] for e in entries if e["dir"] == "s2c" and "method" not in e["msg"]
                 and e["msg"].get("id") == sleep_ids[0]]
     assert answered == [], "the server answered a cancelled request"
+    assert run.shutdown_seconds < PROCESS_TERMINATION_TIMEOUT, run.shutdown_seconds
+
+
+async def test_official_client_receives_resource_updates(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """resources/subscribe from the official client; everything.py updates
+    test://watched-resource every 3 s and must notify the subscriber."""
+    version = VERSIONS[0]
+    cb = Callbacks()
+    async with official_client(version, tmp_path, monkeypatch, cb) as run:
+        session = run.session
+        before = await session.read_resource("test://watched-resource")
+        await session.subscribe_resource("test://watched-resource")
+        await cb.wait_until(lambda: bool(cb.updated), "notifications/resources/updated",
+                            timeout=10)
+        assert cb.updated[0] == "test://watched-resource"
+        after = await session.read_resource("test://watched-resource")
+        (old,), (new,) = before.contents, after.contents
+        assert isinstance(old, types.TextResourceContents)
+        assert isinstance(new, types.TextResourceContents)
+        assert old.text != new.text and new.text.startswith("Watched resource content, version")
+        await session.unsubscribe_resource("test://watched-resource")
+
+    checker = replay(read_wire(run.wire_log))
+    assert checker.revision == version
     assert run.shutdown_seconds < PROCESS_TERMINATION_TIMEOUT, run.shutdown_seconds

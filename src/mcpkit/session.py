@@ -13,14 +13,18 @@ it with the transport's exception. Either way every pending outbound request fai
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 import math
+import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
+import anyio.from_thread
+import anyio.lowlevel
 import sniffio
 
 from .protocol.connection import (
@@ -106,10 +110,13 @@ class Session:
         self._closed = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._asyncio_loop: Any = None
+        self._loop_thread: int | None = None  # thread running the event loop (see notify)
+        self._loop_token: Any = None
         self._tasks: set[Any] = set()
         self._try_send: Callable[[bytes], int] | None = None
         self._flush_scheduled = False
         self._writer_busy = False
+        self._sending = False  # the writer task is in the middle of a send
         self._backlog = b""
         self.started = anyio.Event()  # handshake result known (SessionStarted/HandshakeFailed)
         self.handshake_error: str | None = None
@@ -120,6 +127,8 @@ class Session:
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
             -> None:
         """Serve until the peer closes its side or the transport breaks."""
+        self._loop_thread = threading.get_ident()
+        self._loop_token = anyio.lowlevel.current_token()
         if sniffio.current_async_library() == "asyncio":
             import asyncio
 
@@ -223,14 +232,20 @@ class Session:
             data = self._backlog + conn.data_to_send()
             self._backlog = b""
             if data:
+                self._sending = True
                 try:
                     await stream.send(data)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     self._shutdown()
                     return
+                finally:
+                    self._sending = False
             self._writer_busy = False
 
     async def _flush_final(self) -> None:
+        with anyio.move_on_after(5):
+            while self._sending:  # bytes the writer took are still being written: let it
+                await anyio.sleep(0.005)  # finish, or cancelling it next would lose them
         data = self._backlog + self.conn.data_to_send()
         self._backlog = b""
         if data:
@@ -452,9 +467,21 @@ class Session:
     def notify(
         self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
     ) -> bool:
-        """Send a notification (False if the revision/capabilities do not allow it)."""
+        """Send a notification (False if the revision/capabilities do not allow it).
+
+        Safe to call from another thread (a synchronous tool, say): it then runs on the
+        event loop, so it is written at once and never races the loop over the outbox.
+        """
         if self._closed:
             return False
+        if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            try:
+                return anyio.from_thread.run_sync(
+                    functools.partial(self.notify, method, params, related=related),
+                    token=self._loop_token,
+                )
+            except RuntimeError:  # the event loop is gone
+                return False
         sent = self.conn.send_notification(method, params, related=related)
         if sent:
             self._kick()
@@ -502,14 +529,17 @@ class Session:
         self._waiters[rid] = waiter
         self._kick()
         completed = False
+        deadline = anyio.move_on_after(math.inf if timeout is None else timeout)
         try:
-            with anyio.move_on_after(math.inf if timeout is None else timeout):
+            with deadline:
                 await waiter.done.wait()
                 completed = True
         finally:
             if not completed:
                 self._waiters.pop(rid, None)
-                if self.conn.cancel_request(rid, "timed out" if timeout else "cancelled"):
+                # Our own deadline, or the caller was cancelled (e.g. its request was).
+                reason = "timed out" if deadline.cancelled_caught else "cancelled"
+                if self.conn.cancel_request(rid, reason):
                     self._kick()
         if not completed:
             raise RequestTimeout(f"no answer to '{method}' within {timeout} seconds")

@@ -97,6 +97,14 @@ async def touch(uri: str) -> str:
 
 
 @server.tool
+def touch_and_block(uri: str, seconds: float) -> str:
+    """A synchronous tool: reports ``uri`` updated, then blocks its thread."""
+    server.notify_resource_updated(uri)
+    time.sleep(seconds)
+    return f"touched {uri}, then blocked {seconds}s"
+
+
+@server.tool
 async def lifespan_state(ctx: Context) -> str:
     """Returns what the lifespan yielded."""
     return str(ctx.lifespan["greeting"])

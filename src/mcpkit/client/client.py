@@ -150,7 +150,14 @@ class Client:
         target = self.target
         if hasattr(target, "serve") and hasattr(target, "connection"):
             ours, theirs = memory_pair()
-            tg.start_soon(target.serve, theirs)
+
+            async def serve() -> None:
+                try:
+                    await target.serve(theirs)
+                finally:
+                    await theirs.aclose()  # Server.serve does not close the stream it is given
+
+            tg.start_soon(serve)
             return ours
         if isinstance(target, str) and target.startswith(("http://", "https://")):
             raise NotImplementedError("HTTP targets arrive with the Streamable HTTP transport")

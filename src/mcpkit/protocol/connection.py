@@ -158,6 +158,7 @@ class Outgoing:
 
     data: bytes
     related: RequestId | None = None
+    final: bool = False  # a response (or error) ending the exchange of ``related``
 
 
 @dataclass(slots=True)
@@ -172,6 +173,7 @@ class _Inbound:
 class _Batch:
     pending: set[RequestId] = field(default_factory=set)
     parts: list[bytes] = field(default_factory=list)
+    key: RequestId | None = None  # the first request id in it (names its answer for HTTP)
     receiving: bool = True  # still reading its elements: answers so far must wait
 
 
@@ -326,7 +328,7 @@ class Connection:
         return msg
 
     def _reject(self, err: ProtocolError, id: RequestId | None, events: list[Event]) -> None:
-        self._outbox.append(Outgoing(encode(self._error_obj(id, err.to_error())), id))
+        self._outbox.append(Outgoing(encode(self._error_obj(id, err.to_error())), id, True))
         events.append(ProtocolViolation(err))
 
     def _answer_error(
@@ -336,7 +338,7 @@ class Connection:
         if batch is not None:
             batch.parts.append(data)
         else:
-            self._outbox.append(Outgoing(data, id))
+            self._outbox.append(Outgoing(data, id, True))
         events.append(ProtocolViolation(err))
 
     def _dispatch(
@@ -449,6 +451,8 @@ class Connection:
         rec = _Inbound(method, token, None, batch)
         if batch is not None:
             batch.pending.add(rid)
+            if batch.key is None:
+                batch.key = rid
         self._inbound[rid] = rec
         if method == "ping":
             self.send_result(rid, {})
@@ -492,6 +496,7 @@ class Connection:
                         )
                     ),
                     rid,
+                    True,
                 )
             )
             events.append(ProtocolViolation(InvalidParams("bad initialize params")))
@@ -510,7 +515,7 @@ class Connection:
         }
         if self.instructions:
             res["instructions"] = self.instructions
-        self._outbox.append(Outgoing(encode(result_msg(rid, res)), rid))
+        self._outbox.append(Outgoing(encode(result_msg(rid, res)), rid, True))
         events.append(SessionStarted(rev, info, caps, self.instructions))
 
     def _on_initialize_result(self, res: JSONObject, events: list[Event]) -> None:
@@ -728,7 +733,7 @@ class Connection:
     def _deliver(self, rid: RequestId, rec: _Inbound, data: bytes) -> None:
         batch = rec.batch
         if batch is None:
-            self._outbox.append(Outgoing(data, rid))
+            self._outbox.append(Outgoing(data, rid, True))
             return
         batch.pending.discard(rid)
         batch.parts.append(data)
@@ -737,7 +742,7 @@ class Connection:
     def _maybe_flush_batch(self, batch: _Batch) -> None:
         if batch.receiving or batch.pending or not batch.parts:
             return
-        self._outbox.append(Outgoing(b"[" + b",".join(batch.parts) + b"]"))
+        self._outbox.append(Outgoing(b"[" + b",".join(batch.parts) + b"]", batch.key, True))
         batch.parts = []
 
     def send_progress(

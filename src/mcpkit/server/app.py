@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar, overload
@@ -332,15 +333,55 @@ class Server:
                 cm, self._lifespan_cm = self._lifespan_cm, None
                 await cm.__aexit__(None, None, None)
 
+    def asgi_app(self, path: str = "/mcp", **config: Any) -> Any:
+        """A plain ASGI app serving this server over Streamable HTTP at ``path``.
+
+        ``config`` sets ``HttpConfig`` fields: ``response_mode`` ("auto", "json", "sse"),
+        ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``, ``max_body``,
+        ``max_sessions``, ``session_idle_timeout``, ``max_in_flight``, ``retry_ms``,
+        ``enable_get``, ``allow_delete``, ``event_store`` (e.g. ``SQLiteEventStore``).
+        """
+        from ..transports.http_server import HttpConfig, StreamableHTTPApp
+
+        def on_session(session: Any, opened: bool) -> None:
+            if opened:
+                self._sessions.add(session)
+            else:
+                self._sessions.discard(session)
+
+        return StreamableHTTPApp(
+            self.connection,
+            on_request=self._on_request,
+            on_notification=self._on_notification,
+            config=HttpConfig(path=path, **config),
+            on_session=on_session,
+            lifespan=self.lifespan_scope,
+        )
+
     def run(self, transport: str = "stdio", **options: Any) -> None:
-        """Run the server until it is stopped: ``"stdio"`` (default)."""
-        if transport != "stdio":
-            raise ValueError(f"unknown transport {transport!r}; this version serves 'stdio'")
+        """Run the server until it is stopped.
+
+        ``"stdio"`` (default) serves stdin/stdout. ``"http"`` serves Streamable HTTP with
+        uvicorn: ``host`` (default 127.0.0.1), ``port`` (8000), ``path`` ("/mcp"), and any
+        ``asgi_app`` option.
+        """
         if not logging.getLogger().handlers:
             logging.basicConfig(
-                level=options.get("log_level", "WARNING"),
+                level=options.pop("log_level", "WARNING"),
                 format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                stream=sys.stderr,
             )
+        if transport == "http":
+            import uvicorn
+
+            host = options.pop("host", "127.0.0.1")
+            port = int(options.pop("port", 8000))
+            app = self.asgi_app(options.pop("path", "/mcp"), **options)
+            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
+                        lifespan="on")
+            return
+        if transport != "stdio":
+            raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
         try:
             anyio.run(self.serve_stdio)
         except KeyboardInterrupt:

@@ -39,7 +39,12 @@ def check_uri(uri: Any) -> str:
     """The URI if it is an RFC 3986 absolute URI of sane size, else ``InvalidParams``."""
     if not isinstance(uri, str) or not uri:
         raise InvalidParams("Invalid params: 'uri' (a non-empty string) is required.")
-    if len(uri) > 8192 or not URI_SCHEME.match(uri) or any(ord(c) < 0x21 for c in uri):
+    if len(uri) > 8192:
+        raise InvalidParams(
+            f"Invalid params: 'uri' is too long ({len(uri)} characters; the limit is 8192).",
+            {"uri": uri[:200]},
+        )
+    if not URI_SCHEME.match(uri) or any(ord(c) < 0x21 for c in uri):
         raise InvalidParams(
             "Invalid params: 'uri' must be an absolute URI (scheme:...) without spaces or "
             "control characters.",

@@ -1,0 +1,680 @@
+"""Streamable HTTP, server side: one ASGI endpoint for POST, GET and DELETE.
+
+Each HTTP session owns an ``HttpSession`` (a ``Session`` whose output is routed, not
+written): a message related to an inbound request goes to that request's stream, anything
+else to the session's standalone GET stream. A request's stream is answered as
+``application/json`` when its response is the first thing produced, and as
+``text/event-stream`` once the handler emits progress, logs or server->client requests
+first (``response_mode="auto"``; ``"json"`` and ``"sse"`` force one). SSE streams begin
+with a priming event (an id, ``retry`` and empty data); every event is stored in the
+session's ``EventStore`` before it is written, so a client whose connection broke resumes
+with ``GET`` + ``Last-Event-ID`` and gets exactly the missed events of that one stream.
+A dropped connection never cancels the handler.
+
+Security and limits: ``Origin`` (403) and ``Host`` (421) are checked against allow-lists
+(localhost by default), honouring ``X-Forwarded-Host``/``Forwarded`` only from trusted
+proxies; bodies are capped (413); sessions are capped (503, existing ones unaffected) and
+expire when idle (then 404); in-flight requests are capped per session (429).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from dataclasses import dataclass, field
+from typing import Any
+
+import anyio
+import orjson
+
+from ..protocol.connection import Connection, Outgoing, RequestReceived
+from ..protocol.jsonrpc import RequestId, is_valid_id
+from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
+from ..session import HandlerResult, NotificationHandler, RequestHandler, Session
+from ..storage.events import EventStore, MemoryEventStore
+
+log = logging.getLogger("mcpkit.http")
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+
+
+@dataclass
+class HttpConfig:
+    """Settings of a Streamable HTTP endpoint (all have production-minded defaults)."""
+
+    path: str = "/mcp"
+    response_mode: str = "auto"  # "auto" | "json" | "sse"
+    allowed_hosts: Iterable[str] | None = None  # None: localhost names (any port)
+    allowed_origins: Iterable[str] | None = None  # None: http(s)://localhost-ish origins
+    trusted_proxies: Iterable[str] = ()  # client IPs whose X-Forwarded-Host/Forwarded count
+    max_body: int = 4 * 1024 * 1024
+    max_sessions: int = 10_000
+    session_idle_timeout: float = 3600.0
+    max_in_flight: int = 4096  # per session
+    retry_ms: int = 1000
+    enable_get: bool = True
+    allow_delete: bool = True
+    event_store: EventStore = field(default_factory=MemoryEventStore)
+
+
+# ------------------------------------------------------------------------------ streams
+
+
+class _Listener:
+    """The live HTTP connection consuming one stream's events."""
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, bytes, bool]] = []
+        self.wakeup = anyio.Event()
+        self.gone = False
+
+    def put(self, event_id: str, data: bytes, final: bool) -> None:
+        self.items.append((event_id, data, final))
+        self.wakeup.set()
+
+    async def take(self) -> list[tuple[str, bytes, bool]]:
+        while not self.items and not self.gone:
+            await self.wakeup.wait()
+            self.wakeup = anyio.Event()
+        items, self.items = self.items, []
+        return items
+
+
+class _Stream:
+    """One response stream (a POSTed request's, or the standalone GET stream)."""
+
+    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False) -> None:
+        self.session = session
+        self.id = stream_id
+        self.standalone = standalone
+        self.queue: list[tuple[bytes, bool]] = []  # produced, not yet stored/sent
+        self.wakeup = anyio.Event()
+        self.done = False  # the final message was produced
+        self.sse = False  # switched to SSE (events are stored from then on)
+        self.listener: _Listener | None = None
+        self.finished = anyio.Event()  # the final event was stored (and handed on)
+        self._pump: Any = None
+
+    def push(self, data: bytes, final: bool) -> None:
+        self.queue.append((data, final))
+        if final:
+            self.done = True
+        self.wakeup.set()
+
+    async def first(self) -> tuple[bytes, bool]:
+        while not self.queue:
+            await self.wakeup.wait()
+            self.wakeup = anyio.Event()
+        return self.queue[0]
+
+    def start_sse(self) -> None:
+        if not self.sse:
+            self.sse = True
+            loop = asyncio.get_running_loop()
+            self._pump = loop.create_task(self._run_pump())
+            self.session.tasks.add(self._pump)
+            self._pump.add_done_callback(self.session.tasks.discard)
+
+    async def _run_pump(self) -> None:
+        store = self.session.store
+        sid = self.session.session_id
+        try:
+            prime = await store.append(sid, self.id, b"")
+            if self.listener is not None:
+                self.listener.put(prime, b"", False)
+            while True:
+                while not self.queue:
+                    await self.wakeup.wait()
+                    self.wakeup = anyio.Event()
+                batch, self.queue = self.queue, []
+                for data, final in batch:
+                    event_id = await store.append(sid, self.id, data)
+                    if self.listener is not None:
+                        self.listener.put(event_id, data, final)
+                    if final:
+                        self.finished.set()
+                        return
+        except Exception:
+            log.exception("SSE stream %s of session %s failed", self.id, sid)
+            self.finished.set()
+
+
+class HttpSession(Session):
+    """A ``Session`` whose output is routed to HTTP response streams."""
+
+    def __init__(
+        self,
+        conn: Connection,
+        session_id: str,
+        store: EventStore,
+        *,
+        on_request: RequestHandler | None,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        super().__init__(conn, _NoStream(), on_request=on_request,
+                         on_notification=on_notification)
+        self._asyncio_loop = asyncio.get_running_loop()
+        self.session_id = session_id
+        self.store = store
+        self.streams: dict[RequestId, _Stream] = {}
+        self.standalone: _Stream | None = None
+        self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
+        self.direct: list[bytes] | None = None  # errors answering the POST being fed
+        self.last_seen = time.monotonic()
+        self.tasks: set[Any] = set()
+        self._seq = 0
+
+    def new_stream_id(self) -> str:
+        self._seq += 1
+        return f"s{self._seq}"
+
+    def _kick(self) -> None:
+        for out in self.conn.messages_to_send():
+            self._route(out)
+
+    def _route(self, out: Outgoing) -> None:
+        rid = out.related
+        stream = self.streams.get(rid) if rid is not None else None
+        if stream is not None:
+            stream.push(out.data, out.final)
+            if out.final:
+                del self.streams[rid]  # type: ignore[arg-type]
+            return
+        if out.final and self.direct is not None:
+            self.direct.append(out.data)
+            return
+        standalone = self.standalone
+        if standalone is not None:
+            standalone.push(out.data, False)
+        elif len(self.backlog) < 1000:
+            self.backlog.append(out.data)
+
+    def feed(self, obj: Any) -> list[bytes]:
+        """Give the connection one POSTed body; return errors that answer the POST itself."""
+        self.last_seen = time.monotonic()
+        self.direct = []
+        try:
+            for event in self.conn.receive_message(obj):
+                self._handle(event)
+            self._kick()
+            return self.direct
+        finally:
+            self.direct = None
+
+    def close(self) -> None:
+        self._closed = True
+        self._fail_waiters()
+        for rid, handle in list(self._handles.items()):
+            self._cancel(rid, handle)
+        for task in list(self.tasks):
+            task.cancel()
+
+
+class _NoStream:
+    async def receive(self) -> bytes:
+        raise anyio.EndOfStream
+
+    async def send(self, data: bytes) -> None:
+        raise anyio.ClosedResourceError
+
+    async def aclose(self) -> None:
+        return None
+
+
+# ------------------------------------------------------------------------------ helpers
+
+
+def _headers(scope: Scope) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        name = key.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        out[name] = f"{out[name]}, {text}" if name in out else text
+    return out
+
+
+def _error_body(code: int, message: str) -> bytes:
+    return orjson.dumps({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
+
+
+def _host_name(host: str) -> str:
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+async def _respond(send: Send, status: int, body: bytes = b"",
+                   headers: list[tuple[bytes, bytes]] | None = None,
+                   content_type: bytes = b"application/json") -> None:
+    hdrs = list(headers or [])
+    if body:
+        hdrs.append((b"content-type", content_type))
+    hdrs.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": body})
+
+
+def _sse_event(event_id: str, data: bytes, retry: int | None = None) -> bytes:
+    head = f"id: {event_id}\n".encode()
+    if retry is not None:
+        head += f"retry: {retry}\n".encode()
+    return head + b"event: message\ndata: " + data + b"\n\n" if data else head + b"data: \n\n"
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str, code: int = -32600,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers
+
+
+# ------------------------------------------------------------------------------ the app
+
+
+class StreamableHTTPApp:
+    """The ASGI application of one MCP endpoint (see the module docstring).
+
+    ``new_connection()`` builds a server ``Connection`` for a new session; ``on_request``
+    and ``on_notification`` are the session handlers (as for stdio).
+    """
+
+    def __init__(
+        self,
+        new_connection: Callable[[], Connection],
+        *,
+        on_request: Callable[[Session, RequestReceived], HandlerResult],
+        on_notification: NotificationHandler | None = None,
+        config: HttpConfig | None = None,
+        on_session: Callable[[HttpSession, bool], None] | None = None,
+        lifespan: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+    ) -> None:
+        self.config = config or HttpConfig()
+        self.lifespan = lifespan
+        self.new_connection = new_connection
+        self.on_request = on_request
+        self.on_notification = on_notification
+        self.on_session = on_session
+        self.sessions: dict[str, HttpSession] = {}
+        cfg = self.config
+        self._hosts = None if cfg.allowed_hosts is None else {
+            _host_name(h) for h in cfg.allowed_hosts}
+        self._origins = None if cfg.allowed_origins is None else {
+            o.rstrip("/").lower() for o in cfg.allowed_origins}
+        self._proxies = set(cfg.trusted_proxies)
+
+    # ------------------------------------------------------------------ ASGI entry
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        kind = scope["type"]
+        if kind == "lifespan":
+            await self._lifespan(receive, send)
+            return
+        if kind != "http":
+            return
+        path = scope.get("path", "")
+        if path.rstrip("/") != self.config.path.rstrip("/"):
+            await _respond(send, 404, _error_body(-32600, f"Not found: the MCP endpoint is "
+                                                  f"{self.config.path}"))
+            return
+        headers = _headers(scope)
+        try:
+            self._check_origin_and_host(scope, headers)
+            method = scope["method"]
+            if method == "POST":
+                await self._post(scope, headers, receive, send)
+            elif method == "GET":
+                await self._get(headers, send, receive)
+            elif method == "DELETE":
+                await self._delete(headers, send)
+            else:
+                raise _Refused(405, "Method not allowed: use POST, GET or DELETE.",
+                               headers=[(b"allow", b"GET, POST, DELETE")])
+        except _Refused as exc:
+            await _respond(send, exc.status, _error_body(exc.code, exc.message), exc.headers)
+
+    async def _lifespan(self, receive: Receive, send: Send) -> None:
+        """ASGI lifespan: enter the server's lifespan at startup, leave it at shutdown.
+
+        (When this app is mounted inside another ASGI app, forward the lifespan to it or
+        enter ``Server.lifespan_scope()`` in the outer app's lifespan.)"""
+        message = await receive()
+        if message["type"] != "lifespan.startup":
+            return
+        async with AsyncExitStack() as stack:
+            try:
+                if self.lifespan is not None:
+                    await stack.enter_async_context(self.lifespan())
+            except Exception as exc:
+                await send({"type": "lifespan.startup.failed", "message": str(exc)})
+                return
+            await send({"type": "lifespan.startup.complete"})
+            while (await receive())["type"] != "lifespan.shutdown":
+                pass
+            self.close_all()
+        await send({"type": "lifespan.shutdown.complete"})
+
+    def close_all(self) -> None:
+        for session in list(self.sessions.values()):
+            session.close()
+        self.sessions.clear()
+
+    # ------------------------------------------------------------------ checks
+
+    def _check_origin_and_host(self, scope: Scope, headers: dict[str, str]) -> None:
+        host = headers.get("host", "")
+        client = scope.get("client")
+        if client and client[0] in self._proxies:
+            forwarded = headers.get("x-forwarded-host")
+            fwd = headers.get("forwarded")
+            if fwd:
+                for part in fwd.split(",")[0].split(";"):
+                    key, _, value = part.strip().partition("=")
+                    if key.lower() == "host":
+                        forwarded = value.strip('"')
+            if forwarded:
+                host = forwarded.split(",")[0].strip()
+        name = _host_name(host)
+        allowed = self._hosts if self._hosts is not None else set(LOCAL_HOSTS)
+        if "*" not in allowed and name not in allowed:
+            raise _Refused(421, f"Misdirected request: Host {host!r} is not served here. If "
+                                "this server is behind a proxy, configure allowed_hosts or "
+                                "trusted_proxies.")
+        origin = headers.get("origin")
+        if origin is not None:
+            o = origin.rstrip("/").lower()
+            if self._origins is not None:
+                ok = "*" in self._origins or o in self._origins
+            else:
+                scheme, _, rest = o.partition("://")
+                ok = scheme in ("http", "https") and _host_name(rest) in LOCAL_HOSTS
+            if not ok:
+                raise _Refused(403, f"Forbidden: Origin {origin!r} is not allowed.")
+
+    def _session(self, headers: dict[str, str]) -> HttpSession:
+        sid = headers.get("mcp-session-id")
+        if not sid:
+            raise _Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
+                                "'initialize' first to get one.")
+        session = self.sessions.get(sid)
+        if session is not None and (
+            time.monotonic() - session.last_seen > self.config.session_idle_timeout
+        ):
+            self._end(sid)
+            session = None
+        if session is None:
+            raise _Refused(404, "Session not found: it expired or was ended; start a new one "
+                                "with 'initialize' (without Mcp-Session-Id).", code=-32001)
+        return session
+
+    def _check_version(self, headers: dict[str, str], session: HttpSession) -> None:
+        version = headers.get("mcp-protocol-version")
+        negotiated = session.conn.revision.version if session.conn.revision else None
+        if version is None:
+            return  # absent: the server assumes 2025-03-26, or knows it from the session
+        if version not in STATEFUL_VERSIONS or (negotiated and version != negotiated):
+            raise _Refused(400, f"Bad request: unsupported MCP-Protocol-Version {version!r}; "
+                                f"this session uses {negotiated or DEFAULT_HTTP_VERSION}.")
+
+    def _end(self, sid: str) -> None:
+        session = self.sessions.pop(sid, None)
+        if session is not None:
+            session.close()
+            if self.on_session is not None:
+                self.on_session(session, False)
+            loop = asyncio.get_running_loop()
+            task = loop.create_task(self.config.event_store.drop(sid))
+            task.add_done_callback(lambda t: t.exception())
+
+    def _expire_idle(self) -> None:
+        now = time.monotonic()
+        limit = self.config.session_idle_timeout
+        for sid, session in list(self.sessions.items()):
+            if now - session.last_seen > limit and not session.streams:
+                self._end(sid)
+
+    # ------------------------------------------------------------------ POST
+
+    async def _read_body(self, headers: dict[str, str], receive: Receive) -> bytes:
+        limit = self.config.max_body
+        length = headers.get("content-length")
+        if length is not None and length.isdigit() and int(length) > limit:
+            raise _Refused(413, f"Payload too large: the limit is {limit} bytes.")
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise _Refused(400, "Client disconnected.")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise _Refused(413, f"Payload too large: the limit is {limit} bytes.")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
+                    send: Send) -> None:
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _Refused(415, "Unsupported media type: POST bodies must be "
+                                "Content-Type: application/json.")
+        accept = headers.get("accept", "").lower()
+        if not (("application/json" in accept or "*/*" in accept)
+                and ("text/event-stream" in accept or "*/*" in accept)):
+            raise _Refused(406, "Not acceptable: the Accept header must list both "
+                                "application/json and text/event-stream.")
+        body = await self._read_body(headers, receive)
+        try:
+            obj = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise _Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
+                           code=-32700) from None
+        messages = obj if isinstance(obj, list) else [obj]
+        is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
+        if is_init:
+            if isinstance(obj, list):
+                raise _Refused(400, "Invalid request: 'initialize' must not be in a batch.")
+            await self._initialize(obj, send)
+            return
+        session = self._session(headers)
+        self._check_version(headers, session)
+        request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
+                       and "id" in m and is_valid_id(m["id"])]
+        if not request_ids:
+            direct = session.feed(obj)
+            if direct:
+                await _respond(send, 400, direct[0])
+            else:
+                await _respond(send, 202)
+            return
+        if len(session._handles) + len(request_ids) > self.config.max_in_flight:
+            raise _Refused(429, "Too many requests in flight on this session; wait for some "
+                                "answers and retry.", headers=[(b"retry-after", b"1")])
+        key = request_ids[0]
+        if key in session.streams or (not isinstance(obj, list) and key in session._handles):
+            await _respond(send, 200, _error_body(
+                -32600, f"Invalid Request: request id {key!r} is already in use by a request "
+                        "still in progress; use a new id for every request."))
+            return
+        stream = _Stream(session, session.new_stream_id())
+        session.streams[key] = stream
+        direct = session.feed(obj)
+        if direct and not stream.queue:
+            session.streams.pop(key, None)
+            await _respond(send, 400, direct[0])
+            return
+        mode = "json" if isinstance(obj, list) else self.config.response_mode
+        await self._answer(stream, mode, send, receive)
+
+    async def _initialize(self, obj: Any, send: Send) -> None:
+        self._expire_idle()
+        if len(self.sessions) >= self.config.max_sessions:
+            raise _Refused(503, "Service unavailable: too many open sessions; retry later.",
+                           headers=[(b"retry-after", b"5")])
+        sid = secrets.token_urlsafe(24)
+        session = HttpSession(self.new_connection(), sid, self.config.event_store,
+                              on_request=self.on_request,
+                              on_notification=self.on_notification)
+        rid = obj.get("id") if isinstance(obj, dict) else None
+        if not is_valid_id(rid):
+            direct = session.feed(obj)
+            await _respond(send, 400, direct[0] if direct else _error_body(
+                -32600, "Invalid Request: initialize needs a string or integer id."))
+            return
+        assert isinstance(rid, str | int)
+        stream = _Stream(session, session.new_stream_id())
+        session.streams[rid] = stream
+        session.feed(obj)
+        data, _final = await stream.first()
+        if "error" in orjson.loads(data):
+            await _respond(send, 200, data)
+            return
+        self.sessions[sid] = session
+        if self.on_session is not None:
+            self.on_session(session, True)
+        await _respond(send, 200, data, [(b"mcp-session-id", sid.encode())])
+
+    async def _answer(self, stream: _Stream, mode: str, send: Send, receive: Receive) -> None:
+        data, final = await stream.first()
+        if mode == "json" or (mode == "auto" and final):
+            if mode == "json":
+                while not final:  # intermediate messages go to the standalone stream
+                    stream.queue.pop(0)
+                    if stream.session.standalone is not None:
+                        stream.session.standalone.push(data, False)
+                    data, final = await stream.first()
+            stream.queue.clear()
+            await _respond(send, 200, data)
+            return
+        listener = _Listener()
+        stream.listener = listener
+        stream.start_sse()
+        await self._sse(stream, listener, send, receive, skip_through=None)
+
+    async def _sse(self, stream: _Stream, listener: _Listener, send: Send, receive: Receive,
+                   skip_through: int | None,
+                   replay: list[tuple[str, bytes]] | None = None) -> None:
+        retry = self.config.retry_ms
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no")]})
+        first = True
+        disconnected = anyio.Event()
+
+        async def watch() -> None:
+            while True:
+                message = await receive()
+                if message["type"] == "http.disconnect":
+                    disconnected.set()
+                    listener.gone = True
+                    listener.wakeup.set()
+                    return
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                for event_id, data in replay or ():
+                    if data:
+                        await send({"type": "http.response.body", "body": _sse_event(
+                            event_id, data), "more_body": True})
+                done = stream.done and stream.finished.is_set() and not listener.items
+                while not done and not listener.gone:
+                    items = await listener.take() if not listener.gone else []
+                    if listener.gone:
+                        break
+                    for event_id, data, final in items:
+                        seq = int(event_id.rpartition("_")[2])
+                        if skip_through is not None and seq <= skip_through:
+                            continue
+                        chunk = _sse_event(event_id, data, retry if first else None)
+                        first = False
+                        await send({"type": "http.response.body", "body": chunk,
+                                    "more_body": True})
+                        if final:
+                            done = True
+                if not listener.gone:
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass  # the client went away; the stream keeps storing for resumption
+            finally:
+                if stream.listener is listener:
+                    stream.listener = None
+                tg.cancel_scope.cancel()
+
+    # ------------------------------------------------------------------ GET / DELETE
+
+    async def _get(self, headers: dict[str, str], send: Send, receive: Receive) -> None:
+        if "text/event-stream" not in headers.get("accept", "").lower():
+            raise _Refused(406, "Not acceptable: GET needs Accept: text/event-stream.")
+        if not self.config.enable_get:
+            raise _Refused(405, "Method not allowed: this server has no GET stream.",
+                           headers=[(b"allow", b"POST, DELETE")])
+        session = self._session(headers)
+        self._check_version(headers, session)
+        session.last_seen = time.monotonic()
+        last = headers.get("last-event-id")
+        if last is not None:
+            await self._resume(session, last.strip(), send, receive)
+            return
+        if session.standalone is not None and not session.standalone.done:
+            raise _Refused(409, "Conflict: this session already has an open GET stream.")
+        stream = _Stream(session, session.new_stream_id(), standalone=True)
+        session.standalone = stream
+        listener = _Listener()
+        stream.listener = listener
+        for data in session.backlog:
+            stream.push(data, False)
+        session.backlog.clear()
+        stream.start_sse()
+        try:
+            await self._sse(stream, listener, send, receive, skip_through=None)
+        finally:
+            if session.standalone is stream:
+                session.standalone = None
+                pending = [d for d, _ in stream.queue]
+                session.backlog[:0] = pending
+
+    async def _resume(self, session: HttpSession, last: str, send: Send,
+                      receive: Receive) -> None:
+        store = self.config.event_store
+        stream_id = last.rpartition("_")[0]
+        live = next((s for s in session.streams.values() if s.id == stream_id), None)
+        if live is None and session.standalone is not None and (
+            session.standalone.id == stream_id
+        ):
+            live = session.standalone
+        listener = _Listener()
+        if live is not None and live.listener is None:
+            live.listener = listener  # attach first: nothing stored from now on is missed
+        replay = await store.replay(session.session_id, last)
+        if replay is None:
+            if live is not None and live.listener is listener:
+                live.listener = None
+            raise _Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
+                                "open a new stream without it.")
+        _, events = replay
+        if live is None or live.listener is not listener:
+            live = _Stream(session, stream_id)  # finished (or taken): replay only
+            live.done = True
+            live.finished.set()
+        last_seq = int(events[-1][0].rpartition("_")[2]) if events else int(
+            last.rpartition("_")[2])
+        await self._sse(live, listener, send, receive, skip_through=last_seq, replay=events)
+
+    async def _delete(self, headers: dict[str, str], send: Send) -> None:
+        if not self.config.allow_delete:
+            raise _Refused(405, "Method not allowed: sessions end when they expire.",
+                           headers=[(b"allow", b"GET, POST")])
+        session = self._session(headers)
+        self._end(session.session_id)
+        await _respond(send, 200)

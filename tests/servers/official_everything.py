@@ -1,0 +1,269 @@
+"""A stdio server written with the *official* ``mcp`` Python SDK (2.3.0), for
+``tests/test_client_interop_official.py``: mcpkit's ``Client`` drives it.
+
+Every feature a client meets: tools (plain text, structured output, progress, logging,
+an error, an image, and three that call back into the client: sampling, form
+elicitation, roots), a static resource, a resource template, a prompt with arguments,
+completions, ``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``.
+
+``MCPServer`` does not register ``logging/setLevel`` or ``resources/(un)subscribe``
+handlers itself, so they are added on its low-level server; ``run_stdio_async`` is
+replaced by a loop that advertises ``listChanged`` so the capabilities are realistic.
+
+Run: ``python tests/servers/official_everything.py`` (stdio; logs go to stderr).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+
+import anyio
+import mcp_types as types
+from mcp.server.lowlevel.server import NotificationOptions
+from mcp.server.mcpserver import Context, Image, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMessage
+from mcp.server.stdio import stdio_server
+from mcp.shared.exceptions import MCPDeprecationWarning
+from pydantic import BaseModel, Field
+
+# Sampling, roots and logging are deprecated at 2026-07-28; this server speaks the
+# handshake-era revisions, where they are current API.
+warnings.simplefilter("ignore", MCPDeprecationWarning)
+
+# 1x1 transparent PNG
+PNG = bytes.fromhex(
+    "89504e470d0a1a0a0000000d4948445200000001000000010806000000"
+    "1f15c4890000000d49444154789c63000100000500010d0a2db40000000049454e44ae426082"
+)
+
+server = MCPServer(
+    "official-everything",
+    version="2.3.0-test",
+    instructions="A server built with the official MCP SDK, for mcpkit's client tests.",
+)
+STATE: dict[str, object] = {"level": None, "subscriptions": set()}
+
+
+# ---------------------------------------------------------------------- tools
+
+
+@server.tool()
+def echo(text: str) -> str:
+    """Echo the text back unchanged."""
+    return text
+
+
+class Sum(BaseModel):
+    a: int
+    b: int
+    sum: int
+
+
+@server.tool(title="Add two integers")
+def add(a: int, b: int) -> Sum:
+    """Add two integers; the result is structured."""
+    return Sum(a=a, b=b, sum=a + b)
+
+
+@server.tool()
+async def slow_count(steps: int, ctx: Context) -> str:
+    """Count to ``steps``, reporting progress after each step."""
+    for i in range(1, steps + 1):
+        await ctx.report_progress(i, steps, f"step {i}/{steps}")
+    return f"counted to {steps}"
+
+
+@server.tool()
+async def chatter(text: str, ctx: Context) -> str:
+    """Log ``text`` at debug, info and warning, with a logger name on the last."""
+    await ctx.debug(f"debug: {text}")
+    await ctx.info(f"info: {text}")
+    await ctx.warning({"warning": text}, logger_name="chatter")
+    return "logged"
+
+
+@server.tool()
+def fail(reason: str) -> str:
+    """Always fails with ``reason`` (a ``ToolError``: the message reaches the client)."""
+    raise ToolError(f"failed on purpose: {reason}")
+
+
+@server.tool()
+def crash() -> str:
+    """Raises an unexpected exception (the SDK masks its message)."""
+    raise RuntimeError("internal detail")
+
+
+@server.tool()
+async def nap(seconds: float) -> str:
+    """Sleep ``seconds`` (for client-side timeouts and cancellation)."""
+    await anyio.sleep(seconds)
+    return f"slept {seconds}"
+
+
+@server.tool()
+def pixel() -> Image:
+    """A 1x1 PNG image."""
+    return Image(data=PNG, format="png")
+
+
+@server.tool()
+async def ask_llm(question: str, ctx: Context) -> str:
+    """Ask the client's LLM (sampling/createMessage) and return its answer."""
+    result = await ctx.session.create_message(
+        messages=[
+            types.SamplingMessage(
+                role="user", content=types.TextContent(type="text", text=question)
+            )
+        ],
+        max_tokens=64,
+        system_prompt="Answer briefly.",
+        temperature=0.25,
+        stop_sequences=["\n\n"],
+        metadata={"origin": "ask_llm"},
+        model_preferences=types.ModelPreferences(
+            hints=[types.ModelHint(name="claude")], speed_priority=0.5
+        ),
+        related_request_id=ctx.request_id,
+    )
+    content = result.content
+    text = content.text if isinstance(content, types.TextContent) else repr(content)
+    return json.dumps({"model": result.model, "role": result.role, "text": text,
+                       "stopReason": result.stop_reason})
+
+
+class Booking(BaseModel):
+    name: str = Field(description="Who books")
+    guests: int = Field(default=2, description="How many guests", ge=1, le=10)
+    vegetarian: bool = Field(default=False, description="Vegetarian menu")
+
+
+@server.tool()
+async def book_table(date: str, ctx: Context) -> str:
+    """Ask the user for booking details (form elicitation)."""
+    result = await ctx.elicit(f"Book a table on {date}?", Booking)
+    if result.action == "accept":
+        return json.dumps({"action": "accept", **result.data.model_dump()})
+    return json.dumps({"action": result.action})
+
+
+@server.tool()
+async def show_roots(ctx: Context) -> str:
+    """List the client's roots (roots/list)."""
+    result = await ctx.session.list_roots()
+    return json.dumps([{"uri": str(r.uri), "name": r.name} for r in result.roots])
+
+
+# ---------------------------------------------------------------------- resources
+
+
+@server.resource("info://server", name="server-info", title="Server info",
+                 description="Static facts about this server", mime_type="application/json")
+def server_info() -> str:
+    return json.dumps({"sdk": "mcp", "version": "2.3.0"})
+
+
+@server.resource("greeting://{name}", name="greeting", description="A greeting for {name}",
+                 mime_type="text/plain")
+def greeting(name: str) -> str:
+    return f"Hello, {name}!"
+
+
+# ---------------------------------------------------------------------- prompts
+
+
+@server.prompt(title="Review code")
+def review(code: str, language: str = "python") -> list[Message]:
+    """Ask for a review of ``code``."""
+    return [
+        UserMessage(f"Please review this {language} code:\n{code}"),
+        AssistantMessage("Sure, looking at it now."),
+    ]
+
+
+# ---------------------------------------------------------------------- completions
+
+LANGUAGES = ["python", "pascal", "perl", "php", "rust", "ruby"]
+NAMES = ["alice", "albert", "bob"]
+
+
+@server.completion()
+async def complete(
+    ref: types.PromptReference | types.ResourceTemplateReference,
+    argument: types.CompletionArgument,
+    context: types.CompletionContext | None,
+) -> types.Completion | None:
+    if isinstance(ref, types.PromptReference) and ref.name == "review" \
+            and argument.name == "language":
+        values = [v for v in LANGUAGES if v.startswith(argument.value)]
+        code = (context.arguments or {}).get("code", "") if context is not None else ""
+        if code.startswith("fn "):  # the code already written narrows the language
+            values = [v for v in values if v == "rust"]
+        return types.Completion(values=values, total=len(values), has_more=False)
+    if isinstance(ref, types.ResourceTemplateReference) and ref.uri == "greeting://{name}":
+        values = [n for n in NAMES if n.startswith(argument.value)]
+        return types.Completion(values=values, total=len(values), has_more=False)
+    return None
+
+
+# ---------------------------------------------------------------------- logging, subscriptions
+
+lowlevel = server._lowlevel_server
+
+
+async def set_level(ctx: object, params: types.SetLevelRequestParams) -> types.EmptyResult:
+    STATE["level"] = params.level
+    return types.EmptyResult()
+
+
+async def subscribe(ctx: object, params: types.SubscribeRequestParams) -> types.EmptyResult:
+    subs = STATE["subscriptions"]
+    assert isinstance(subs, set)
+    subs.add(str(params.uri))
+    return types.EmptyResult()
+
+
+async def unsubscribe(ctx: object, params: types.UnsubscribeRequestParams) -> types.EmptyResult:
+    subs = STATE["subscriptions"]
+    assert isinstance(subs, set)
+    subs.discard(str(params.uri))
+    return types.EmptyResult()
+
+
+lowlevel.add_request_handler("logging/setLevel", types.SetLevelRequestParams, set_level)
+lowlevel.add_request_handler("resources/subscribe", types.SubscribeRequestParams, subscribe)
+lowlevel.add_request_handler("resources/unsubscribe", types.UnsubscribeRequestParams,
+                             unsubscribe)
+
+
+@server.tool()
+async def touch(uri: str, ctx: Context) -> str:
+    """Report ``uri`` updated (notifications/resources/updated) if it is subscribed."""
+    subs = STATE["subscriptions"]
+    assert isinstance(subs, set)
+    if uri in subs:
+        await ctx.session.send_resource_updated(uri)
+        return "notified"
+    return "not subscribed"
+
+
+@server.tool()
+def status() -> str:
+    """The log level the client set and the subscribed URIs."""
+    subs = STATE["subscriptions"]
+    assert isinstance(subs, set)
+    return json.dumps({"level": STATE["level"], "subscriptions": sorted(subs)})
+
+
+async def main() -> None:
+    options = lowlevel.create_initialization_options(
+        NotificationOptions(prompts_changed=True, resources_changed=True, tools_changed=True)
+    )
+    async with stdio_server() as (read_stream, write_stream):
+        await lowlevel.run(read_stream, write_stream, options)
+
+
+if __name__ == "__main__":
+    anyio.run(main)
