@@ -14,6 +14,7 @@ session stays usable.
 from __future__ import annotations
 
 import inspect
+import itertools
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -68,7 +69,8 @@ class Client:
     """An MCP client session (see the module docstring).
 
     ``target``: a ``Server`` object (in-memory), a command (``["python", "s.py"]`` or a
-    shell-style string) for stdio, or an ``http(s)://`` URL (not in this version).
+    shell-style string) for stdio, or an ``http(s)://`` URL (Streamable HTTP; ``headers``
+    and ``auth`` — an ``httpx.Auth`` — apply to every HTTP request).
     Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
     one), ``on_log(params)``, ``on_notification(method, params)``.
     """
@@ -92,6 +94,8 @@ class Client:
         env: dict[str, str] | None = None,
         cwd: str | None = None,
         stderr: Any = None,
+        headers: dict[str, str] | None = None,
+        auth: Any = None,
     ) -> None:
         self.target = target
         self.info: JSONObject = {"name": name, "version": version}
@@ -106,9 +110,11 @@ class Client:
         self._offer = protocol_version
         self._versions = tuple(versions)
         self._env, self._cwd, self._stderr = env, cwd, stderr
+        self._headers, self._auth = headers, auth  # HTTP: extra headers, an httpx.Auth
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
         self._output_schemas: dict[str, Any] = {}
+        self._progress_ids = itertools.count(1)  # progress tokens: unique per session
         self.server_info: JSONObject = {}
         self.server_capabilities: JSONObject = {}
         self.instructions: str | None = None
@@ -119,7 +125,8 @@ class Client:
     def capabilities(self) -> JSONObject:
         """The capabilities this client declares: only those it has handlers for."""
         caps: JSONObject = {}
-        offered = REVISIONS.get(self._offer) if self._offer else None
+        offer = self._offer or (max(self._versions) if self._versions else None)
+        offered = REVISIONS.get(offer) if offer else None  # what initialize will offer
         if self._roots is not None:
             caps["roots"] = {"listChanged": True}
         if self._sampling is not None:
@@ -160,7 +167,10 @@ class Client:
             tg.start_soon(serve)
             return ours
         if isinstance(target, str) and target.startswith(("http://", "https://")):
-            raise NotImplementedError("HTTP targets arrive with the Streamable HTTP transport")
+            from ..transports.http_client import HttpClientStream
+
+            return HttpClientStream(target, tg, headers=self._headers, auth=self._auth,
+                                    timeout=self.timeout)
         command = shlex.split(target) if isinstance(target, str) else list(target)
         if not command:
             raise ValueError("empty server command")
@@ -257,7 +267,7 @@ class Client:
         if on_progress is not None:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = f"p{id(on_progress)}-{anyio.current_time()}"
+            meta["progressToken"] = f"p{next(self._progress_ids)}"
             params["_meta"] = meta
         return await self.session.request(
             method, params, timeout=self.timeout if timeout is None else timeout,

@@ -33,6 +33,7 @@ import orjson
 
 from ..protocol.connection import Connection, Outgoing, RequestReceived
 from ..protocol.jsonrpc import RequestId, is_valid_id
+from ..protocol.sse import encode_event
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, RequestHandler, Session
 from ..storage.events import EventStore, MemoryEventStore
@@ -261,13 +262,6 @@ async def _respond(send: Send, status: int, body: bytes = b"",
     hdrs.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": hdrs})
     await send({"type": "http.response.body", "body": body})
-
-
-def _sse_event(event_id: str, data: bytes, retry: int | None = None) -> bytes:
-    head = f"id: {event_id}\n".encode()
-    if retry is not None:
-        head += f"retry: {retry}\n".encode()
-    return head + b"event: message\ndata: " + data + b"\n\n" if data else head + b"data: \n\n"
 
 
 class _Refused(Exception):
@@ -585,8 +579,8 @@ class StreamableHTTPApp:
             try:
                 for event_id, data in replay or ():
                     if data:
-                        await send({"type": "http.response.body", "body": _sse_event(
-                            event_id, data), "more_body": True})
+                        await send({"type": "http.response.body", "body": encode_event(
+                            data, event_id), "more_body": True})
                 done = stream.done and stream.finished.is_set() and not listener.items
                 while not done and not listener.gone:
                     items = await listener.take() if not listener.gone else []
@@ -596,7 +590,7 @@ class StreamableHTTPApp:
                         seq = int(event_id.rpartition("_")[2])
                         if skip_through is not None and seq <= skip_through:
                             continue
-                        chunk = _sse_event(event_id, data, retry if first else None)
+                        chunk = encode_event(data, event_id, retry if first else None)
                         first = False
                         await send({"type": "http.response.body", "body": chunk,
                                     "more_body": True})

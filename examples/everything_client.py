@@ -1,0 +1,91 @@
+"""A client that follows the official MCP conformance suite's client contract.
+
+    MCP_CONFORMANCE_SCENARIO=tools_call python examples/everything_client.py URL
+
+The scenario comes from ``MCP_CONFORMANCE_SCENARIO``, the revision to offer from
+``MCP_CONFORMANCE_PROTOCOL_VERSION``, scenario data from ``MCP_CONFORMANCE_CONTEXT``
+(JSON); the server URL is the last argument. Exit status 0 means the client did its
+part; the suite judges the traffic.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import anyio
+
+from mcpkit.client import Client
+
+log = logging.getLogger("everything_client")
+
+
+async def basic(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """initialize / tools_call: connect, list tools, call the first one with a=2, b=3."""
+    async with Client(url, name="mcpkit-conformance-client", protocol_version=version) as c:
+        if not c.supports("tools"):
+            return  # the server offers no tools: the handshake was the whole exchange
+        tools = await c.list_tools()
+        if tools:
+            result = await c.call_tool(tools[0].name, {"a": 2, "b": 3})
+            log.info("called %s: %s", tools[0].name, result.text)
+
+
+async def elicitation_defaults(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """Accept every elicitation with empty content: the client fills in schema defaults."""
+
+    async def accept(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {}}
+
+    async with Client(url, elicitation=accept, protocol_version=version) as c:
+        names = [t.name for t in await c.list_tools()]
+        name = next((n for n in names if "elicitation" in n and "default" in n), None)
+        if name is None:
+            raise SystemExit(f"no elicitation-defaults tool among {names}")
+        result = await c.call_tool(name, {})
+        log.info("result: %s", result.text)
+
+
+async def sse_retry(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """Call a tool whose SSE answer is cut: the client waits `retry`, resumes with GET."""
+    async with Client(url, protocol_version=version) as c:
+        tools = await c.list_tools()
+        name = tools[0].name if tools else "test_reconnection"
+        result = await c.call_tool(name, {})
+        log.info("result after reconnection: %s", result.text)
+
+
+SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]]] = {
+    "initialize": basic,
+    "tools_call": basic,
+    "tools-call": basic,
+    "elicitation-sep1034-client-defaults": elicitation_defaults,
+    "elicitation-defaults": elicitation_defaults,
+    "sse-retry": sse_retry,
+}
+
+
+def main() -> int:
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr)
+    if len(sys.argv) < 2:
+        print("usage: everything_client.py URL (scenario in MCP_CONFORMANCE_SCENARIO)",
+              file=sys.stderr)
+        return 2
+    url = sys.argv[-1]
+    scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
+    version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
+    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    handler = SCENARIOS.get(scenario)
+    if handler is None:
+        print(f"unsupported scenario {scenario!r}", file=sys.stderr)
+        return 1
+    anyio.run(handler, url, version, context)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,306 @@
+"""Streamable HTTP, client side (httpx), presented to the session as a byte stream.
+
+``send(data)`` takes newline-framed messages and POSTs each one in its own task (a long
+SSE answer never holds up the next message); answers — JSON bodies or SSE events — come
+back through ``receive()`` as lines. On the way it:
+
+- sends ``Accept: application/json, text/event-stream``, ``Mcp-Session-Id`` once the
+  server assigned one, and ``MCP-Protocol-Version`` once negotiated;
+- resumes a broken SSE answer with ``GET`` + ``Last-Event-ID`` after the server's
+  ``retry`` delay, until the response arrives (bounded attempts);
+- opens the standalone GET stream after the handshake (a 405 just means none);
+- on a 404 for its session, starts a new session by replaying ``initialize`` and
+  ``notifications/initialized`` (their answer is swallowed), then resends the message;
+- turns HTTP failures of a request into a JSON-RPC error for that request id, so the
+  caller sees one clear error instead of a hang;
+- sends ``DELETE`` when closed.
+
+``headers`` are added to every request; ``auth`` is an ``httpx.Auth`` (e.g. a bearer
+token flow) applied to every request.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import anyio
+import httpx
+import orjson
+from anyio.abc import TaskGroup
+
+from ..protocol.sse import SSEParser
+
+log = logging.getLogger("mcpkit.client.http")
+ACCEPT = "application/json, text/event-stream"
+_REINIT_ID = "mcpkit-reinitialize"
+
+
+class HttpClientStream:
+    """A ByteStream over a Streamable HTTP endpoint (see the module docstring)."""
+
+    def __init__(
+        self,
+        url: str,
+        tg: TaskGroup,
+        *,
+        headers: dict[str, str] | None = None,
+        auth: httpx.Auth | None = None,
+        http: httpx.AsyncClient | None = None,
+        timeout: float = 30.0,
+        max_resumes: int = 10,
+        open_get_stream: bool = True,
+    ) -> None:
+        self.url = url
+        self._tg = tg
+        self._own_http = http is None
+        self.http = http or httpx.AsyncClient(
+            timeout=httpx.Timeout(timeout, read=None), follow_redirects=False
+        )
+        self.extra_headers = dict(headers or {})
+        self.auth = auth
+        self.session_id: str | None = None
+        self.protocol_version: str | None = None
+        self.max_resumes = max_resumes
+        self.open_get_stream = open_get_stream
+        self._send, self._receive = anyio.create_memory_object_stream[bytes](1024)
+        self._init_message: dict[str, Any] | None = None
+        self._get_started = False
+        self._get_ready = anyio.Event()  # the GET stream connected (or was refused)
+        self._closed = False
+
+    # ------------------------------------------------------------------ ByteStream
+
+    async def receive(self) -> bytes:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            raise
+        except anyio.ClosedResourceError:
+            raise anyio.EndOfStream from None
+
+    async def send(self, data: bytes) -> None:
+        if self._closed:
+            raise anyio.ClosedResourceError
+        for line in data.split(b"\n"):
+            if not line.strip():
+                continue
+            if b'"initialize"' in line or b'"notifications/initialized"' in line:
+                # The handshake goes out in order, and the GET stream is open before
+                # anything else is sent (a server may use it right away).
+                await self._post_task(line)
+            else:
+                self._tg.start_soon(self._post_task, line)
+
+    async def aclose(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        with anyio.CancelScope(shield=True):
+            if self.session_id is not None:
+                try:
+                    with anyio.move_on_after(5):
+                        await self.http.delete(self.url, headers=self._headers(False))
+                except httpx.HTTPError:
+                    pass
+            if self._own_http:
+                await self.http.aclose()
+        self._send.close()
+
+    # ------------------------------------------------------------------ internals
+
+    def _headers(self, post: bool = True) -> dict[str, str]:
+        h = {"accept": ACCEPT if post else "text/event-stream", **self.extra_headers}
+        if post:
+            h["content-type"] = "application/json"
+        if self.session_id:
+            h["mcp-session-id"] = self.session_id
+        if self.protocol_version:
+            h["mcp-protocol-version"] = self.protocol_version
+        return h
+
+    async def _deliver(self, data: bytes) -> None:
+        if not self._closed:
+            try:
+                await self._send.send(data + b"\n")
+            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
+                pass
+
+    async def _fail(self, msg: Any, message: str, code: int = -32000) -> None:
+        if isinstance(msg, dict) and "method" in msg and "id" in msg:
+            await self._deliver(orjson.dumps({
+                "jsonrpc": "2.0", "id": msg["id"],
+                "error": {"code": code, "message": message},
+            }))
+        else:
+            log.warning("%s", message)
+
+    async def _post_task(self, line: bytes) -> None:
+        try:
+            msg = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            return
+        try:
+            await self._post(line, msg, retry_on_404=True)
+        except httpx.HTTPError as exc:
+            await self._fail(msg, f"HTTP transport error: {exc.__class__.__name__}: {exc}")
+        except Exception as exc:
+            log.exception("POST failed")
+            await self._fail(msg, f"HTTP transport failure: {exc}")
+
+    async def _post(self, line: bytes, msg: Any, *, retry_on_404: bool) -> None:
+        is_init = isinstance(msg, dict) and msg.get("method") == "initialize"
+        if is_init:
+            self._init_message = msg
+            self.session_id = None
+        request_id = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
+        async with self.http.stream("POST", self.url, content=line, headers=self._headers(),
+                                    auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
+            if resp.status_code == 404 and self.session_id and retry_on_404 and not is_init:
+                await resp.aread()
+                await self._reinitialize()
+                await self._post(line, msg, retry_on_404=False)
+                return
+            if resp.status_code == 202:
+                await resp.aread()
+                if isinstance(msg, dict) and msg.get("method") == "notifications/initialized":
+                    self._start_get_stream()
+                    with anyio.move_on_after(5):
+                        await self._get_ready.wait()
+                return
+            if resp.status_code >= 400:
+                body = (await resp.aread())[:2000]
+                detail = _error_message(body) or body.decode(errors="replace")[:300]
+                await self._fail(msg, f"HTTP {resp.status_code} from the server: {detail}")
+                return
+            sid = resp.headers.get("mcp-session-id")
+            if sid and is_init:
+                self.session_id = sid
+            ctype = resp.headers.get("content-type", "").split(";")[0].strip().lower()
+            if ctype == "text/event-stream":
+                await self._read_sse(resp, request_id, is_init)
+            else:
+                body = await resp.aread()
+                if body.strip():
+                    await self._on_message(body.strip(), is_init)
+
+    async def _on_message(self, data: bytes, is_init: bool) -> bool:
+        """Deliver one message; True if it was a response (result or error)."""
+        try:
+            obj = orjson.loads(data)
+        except orjson.JSONDecodeError:
+            log.warning("the server sent a non-JSON message; ignored")
+            return False
+        if isinstance(obj, dict) and obj.get("id") == _REINIT_ID:
+            return True  # the answer to our own re-initialize
+        if is_init and isinstance(obj, dict) and isinstance(obj.get("result"), dict):
+            version = obj["result"].get("protocolVersion")
+            if isinstance(version, str):
+                self.protocol_version = version
+        await self._deliver(data)
+        return isinstance(obj, dict) and "id" in obj and ("result" in obj or "error" in obj)
+
+    async def _read_sse(self, resp: httpx.Response, request_id: Any, is_init: bool) -> None:
+        parser = SSEParser()
+        got_response = await self._consume(resp, parser, request_id, is_init)
+        resumes = 0
+        while not got_response and request_id is not None and not self._closed:
+            if parser.last_event_id is None or resumes >= self.max_resumes:
+                await self._fail({"id": request_id, "method": "?"},
+                                 "the server closed the response stream before answering")
+                return
+            resumes += 1
+            await anyio.sleep((parser.retry or 1000) / 1000)
+            headers = self._headers(False)
+            headers["last-event-id"] = parser.last_event_id
+            async with self.http.stream("GET", self.url, headers=headers,
+                                        auth=self.auth or httpx.USE_CLIENT_DEFAULT) as again:
+                if again.status_code != 200:
+                    await again.aread()
+                    await self._fail({"id": request_id, "method": "?"},
+                                     f"could not resume the response stream (HTTP "
+                                     f"{again.status_code})")
+                    return
+                got_response = await self._consume(again, parser, request_id, is_init)
+
+    async def _consume(self, resp: httpx.Response, parser: SSEParser, request_id: Any,
+                       is_init: bool) -> bool:
+        answered = False
+        try:
+            async for chunk in resp.aiter_bytes():
+                for event in parser.feed(chunk):
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    data = event.data.encode()
+                    if await self._on_message(data, is_init) and _answers(data, request_id):
+                        answered = True
+        except (httpx.ReadError, httpx.RemoteProtocolError):
+            pass  # connection cut: resumed by the caller
+        return answered
+
+    async def _reinitialize(self) -> None:
+        """The server forgot our session (404): start a new one with the same parameters."""
+        assert self._init_message is not None
+        self.session_id = None
+        msg = {**self._init_message, "id": _REINIT_ID}
+        resp = await self.http.post(self.url, content=orjson.dumps(msg), headers=self._headers(),
+                                    auth=self.auth or httpx.USE_CLIENT_DEFAULT)
+        sid = resp.headers.get("mcp-session-id")
+        if resp.status_code != 200 or not sid:
+            raise httpx.HTTPStatusError("re-initialize failed", request=resp.request,
+                                        response=resp)
+        self.session_id = sid
+        note = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
+        await self.http.post(self.url, content=note, headers=self._headers(),
+                             auth=self.auth or httpx.USE_CLIENT_DEFAULT)
+        self._get_started = False
+        self._start_get_stream()
+
+    def _start_get_stream(self) -> None:
+        if self.open_get_stream and not self._get_started and self.session_id:
+            self._get_started = True
+            self._tg.start_soon(self._get_stream)
+
+    async def _get_stream(self) -> None:
+        parser = SSEParser()
+        attempts = 0
+        while not self._closed and attempts <= self.max_resumes:
+            headers = self._headers(False)
+            if parser.last_event_id:
+                headers["last-event-id"] = parser.last_event_id
+            try:
+                async with self.http.stream("GET", self.url, headers=headers,
+                                            auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
+                    self._get_ready.set()
+                    if resp.status_code != 200:
+                        await resp.aread()
+                        return  # 405: the server has no GET stream
+                    attempts = 0
+                    await self._consume(resp, parser, None, False)
+            except httpx.HTTPError:
+                self._get_ready.set()
+                attempts += 1
+            if self._closed:
+                return
+            attempts += 1
+            await anyio.sleep((parser.retry or 1000) / 1000)
+
+
+def _answers(data: bytes, request_id: Any) -> bool:
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        return False
+    items = obj if isinstance(obj, list) else [obj]
+    return any(isinstance(o, dict) and o.get("id") == request_id and "method" not in o
+               for o in items)
+
+
+def _error_message(body: bytes) -> str | None:
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return None
+    if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
+        return str(obj["error"].get("message"))
+    return None
