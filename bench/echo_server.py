@@ -2,6 +2,7 @@
 
     python bench/echo_server.py               echo + add over stdio
     python bench/echo_server.py --tools 200   plus 200 schema-heavy tools (suite E)
+    python bench/echo_server.py --port N      Streamable HTTP on 127.0.0.1:N/mcp
 """
 
 import sys
@@ -70,4 +71,9 @@ def add_heavy_tools(count: int) -> None:
 if __name__ == "__main__":
     if "--tools" in sys.argv:
         add_heavy_tools(int(sys.argv[sys.argv.index("--tools") + 1]))
-    server.run()
+    if "--port" in sys.argv:
+        port = int(sys.argv[sys.argv.index("--port") + 1])
+        mode = "json" if "--json-response" in sys.argv else "auto"
+        server.run("http", port=port, response_mode=mode)
+    else:
+        server.run()

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import logging
 from typing import Any
+from urllib.parse import urljoin
 
 import anyio
 import httpx
@@ -65,6 +66,8 @@ class HttpClientStream:
         self.open_get_stream = open_get_stream
         self._send, self._receive = anyio.create_memory_object_stream[bytes](1024)
         self._init_message: dict[str, Any] | None = None
+        self.legacy_endpoint: str | None = None  # set when talking HTTP+SSE (2024-11-05)
+        self._legacy_tried = False
         self._get_started = False
         self._get_ready = anyio.Event()  # the GET stream connected (or was refused)
         self._closed = False
@@ -149,6 +152,9 @@ class HttpClientStream:
             await self._fail(msg, f"HTTP transport failure: {exc}")
 
     async def _post(self, line: bytes, msg: Any, *, retry_on_404: bool) -> None:
+        if self.legacy_endpoint is not None:
+            await self._post_legacy(line, msg)
+            return
         is_init = isinstance(msg, dict) and msg.get("method") == "initialize"
         if is_init:
             self._init_message = msg
@@ -167,6 +173,15 @@ class HttpClientStream:
                     self._start_get_stream()
                     with anyio.move_on_after(5):
                         await self._get_ready.wait()
+                return
+            if is_init and resp.status_code in (400, 404, 405) and not self._legacy_tried:
+                await resp.aread()
+                self._legacy_tried = True
+                if await self._open_legacy():
+                    await self._post_legacy(line, msg)
+                    return
+                await self._fail(msg, f"HTTP {resp.status_code} from the server, and it has "
+                                      "no HTTP+SSE (2024-11-05) endpoint either")
                 return
             if resp.status_code >= 400:
                 body = (await resp.aread())[:2000]
@@ -237,6 +252,48 @@ class HttpClientStream:
         except (httpx.ReadError, httpx.RemoteProtocolError):
             pass  # connection cut: resumed by the caller
         return answered
+
+    # ------------------------------------------------------------------ HTTP+SSE (2024-11-05)
+
+    async def _open_legacy(self) -> bool:
+        """Backwards compatibility: GET the URL and wait for the ``endpoint`` event."""
+        ready = anyio.Event()
+        self._tg.start_soon(self._legacy_stream, ready)
+        with anyio.move_on_after(10):
+            await ready.wait()
+        return self.legacy_endpoint is not None
+
+    async def _legacy_stream(self, ready: anyio.Event) -> None:
+        parser = SSEParser()
+        try:
+            async with self.http.stream("GET", self.url, headers={
+                "accept": "text/event-stream", **self.extra_headers},
+                    auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
+                if resp.status_code != 200:
+                    ready.set()
+                    return
+                async for chunk in resp.aiter_bytes():
+                    for event in parser.feed(chunk):
+                        if event.event == "endpoint" and self.legacy_endpoint is None:
+                            self.legacy_endpoint = urljoin(self.url, event.data.strip())
+                            ready.set()
+                        elif event.event == "message" and event.data.strip():
+                            await self._on_message(event.data.encode(), False)
+        except httpx.HTTPError as exc:
+            if not self._closed:
+                log.warning("the HTTP+SSE stream failed: %s", exc)
+        finally:
+            ready.set()
+            self._send.close()  # the legacy session ends with its stream
+
+    async def _post_legacy(self, line: bytes, msg: Any) -> None:
+        assert self.legacy_endpoint is not None
+        resp = await self.http.post(self.legacy_endpoint, content=line, headers={
+            "content-type": "application/json", **self.extra_headers},
+            auth=self.auth or httpx.USE_CLIENT_DEFAULT)
+        if resp.status_code >= 400:
+            detail = _error_message(resp.content) or resp.text[:300]
+            await self._fail(msg, f"HTTP {resp.status_code} from the server: {detail}")
 
     async def _reinitialize(self) -> None:
         """The server forgot our session (404): start a new one with the same parameters."""

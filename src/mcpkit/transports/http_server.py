@@ -63,6 +63,9 @@ class HttpConfig:
     retry_ms: int = 1000
     enable_get: bool = True
     allow_delete: bool = True
+    legacy_sse: bool = True  # also serve 2024-11-05 HTTP+SSE clients at /sse + /messages
+    legacy_sse_path: str = "/sse"
+    legacy_messages_path: str = "/messages"
     event_store: EventStore = field(default_factory=MemoryEventStore)
 
 
@@ -304,6 +307,11 @@ class StreamableHTTPApp:
         self._origins = None if cfg.allowed_origins is None else {
             o.rstrip("/").lower() for o in cfg.allowed_origins}
         self._proxies = set(cfg.trusted_proxies)
+        self.legacy: Any = None
+        if cfg.legacy_sse:
+            from .legacy_sse import LegacySSE
+
+            self.legacy = LegacySSE(self, cfg.legacy_sse_path, cfg.legacy_messages_path)
 
     # ------------------------------------------------------------------ ASGI entry
 
@@ -315,6 +323,9 @@ class StreamableHTTPApp:
         if kind != "http":
             return
         path = scope.get("path", "")
+        if self.legacy is not None and self.legacy.handles(path):
+            await self.legacy(scope, receive, send)
+            return
         if path.rstrip("/") != self.config.path.rstrip("/"):
             await _respond(send, 404, _error_body(-32600, f"Not found: the MCP endpoint is "
                                                   f"{self.config.path}"))

@@ -48,7 +48,7 @@ class ProcessStream:
             list(command),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=stderr if stderr is not None else sys.stderr,
+            stderr=stderr if stderr is not None else _default_stderr(),
             env=full_env,
             cwd=cwd,
             start_new_session=True,
@@ -98,3 +98,13 @@ class ProcessStream:
             os.killpg(self.process.pid, sig)
         except (ProcessLookupError, PermissionError):
             pass
+
+
+def _default_stderr() -> IO[Any] | None:
+    """This process's stderr if it is a real file, else ``None`` (inherit fd 2): under
+    Jupyter, pytest's ``--capture=sys`` or a redirect to ``io.StringIO`` it has no fileno."""
+    try:
+        sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):
+        return None
+    return sys.stderr

@@ -1,0 +1,122 @@
+"""The HTTP+SSE transport of revision 2024-11-05, server side, for old clients.
+
+``GET <sse_path>`` opens the session's event stream; its first event is ``endpoint``,
+whose data is the URI to POST messages to (``<messages_path>?session_id=…``). Every
+message the server sends — responses included — is a ``message`` event on that one
+stream; POSTs are answered ``202 Accepted``. The session ends when the stream closes.
+Origin/Host checks and body limits are those of the Streamable HTTP app it sits beside.
+"""
+
+from __future__ import annotations
+
+import secrets
+from typing import TYPE_CHECKING, Any
+
+import anyio
+import orjson
+
+from ..protocol.sse import encode_event
+from .http_server import HttpSession, Receive, Scope, Send, _headers, _Listener, _Refused
+from .http_server import _respond as respond
+from .http_server import _Stream as Stream
+
+if TYPE_CHECKING:
+    from .http_server import StreamableHTTPApp
+
+
+class LegacySSE:
+    """Serves ``sse_path`` (GET) and ``messages_path`` (POST) for 2024-11-05 clients."""
+
+    def __init__(self, app: StreamableHTTPApp, sse_path: str = "/sse",
+                 messages_path: str = "/messages") -> None:
+        self.app = app
+        self.sse_path = sse_path
+        self.messages_path = messages_path
+        self.sessions: dict[str, HttpSession] = {}
+
+    def handles(self, path: str) -> bool:
+        return path.rstrip("/") in (self.sse_path.rstrip("/"), self.messages_path.rstrip("/"))
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = _headers(scope)
+        try:
+            self.app._check_origin_and_host(scope, headers)
+            path = scope.get("path", "").rstrip("/")
+            method = scope["method"]
+            if path == self.sse_path.rstrip("/") and method == "GET":
+                await self._stream(scope, send, receive)
+            elif path == self.messages_path.rstrip("/") and method == "POST":
+                await self._post(scope, headers, receive, send)
+            else:
+                raise _Refused(405, "Method not allowed on this legacy HTTP+SSE endpoint.")
+        except _Refused as exc:
+            await respond(send, exc.status, orjson.dumps(
+                {"jsonrpc": "2.0", "error": {"code": exc.code, "message": exc.message}}))
+
+    async def _stream(self, scope: Scope, send: Send, receive: Receive) -> None:
+        app = self.app
+        if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
+            raise _Refused(503, "Service unavailable: too many open sessions; retry later.")
+        sid = secrets.token_urlsafe(24)
+        session = HttpSession(app.new_connection(), sid, app.config.event_store,
+                              on_request=app.on_request, on_notification=app.on_notification)
+        stream = Stream(session, session.new_stream_id(), standalone=True)
+        session.standalone = stream
+        listener = _Listener()
+        self.sessions[sid] = session
+        if app.on_session is not None:
+            app.on_session(session, True)
+        root = scope.get("root_path", "")
+        endpoint = f"{root}{self.messages_path}?session_id={sid}"
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        await send({"type": "http.response.body", "more_body": True,
+                    "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            listener.gone = True
+            listener.wakeup.set()
+
+        try:
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(watch)
+                while not listener.gone:
+                    while not stream.queue and not listener.gone:
+                        await stream.wakeup.wait()
+                        stream.wakeup = anyio.Event()
+                    batch, stream.queue = stream.queue, []
+                    for data, _final in batch:
+                        await send({"type": "http.response.body", "more_body": True,
+                                    "body": encode_event(data)})
+                tg.cancel_scope.cancel()
+        except OSError:
+            pass
+        finally:
+            self.sessions.pop(sid, None)
+            session.close()
+            if app.on_session is not None:
+                app.on_session(session, False)
+
+    async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
+                    send: Send) -> None:
+        query = scope.get("query_string", b"").decode("latin-1")
+        params = dict(p.partition("=")[::2] for p in query.split("&") if p)
+        session = self.sessions.get(params.get("session_id", ""))
+        if session is None:
+            raise _Refused(404, "Session not found: open the SSE stream first and POST to the "
+                                "endpoint it announced.")
+        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
+        if ctype != "application/json":
+            raise _Refused(415, "Unsupported media type: use Content-Type: application/json.")
+        body = await self.app._read_body(headers, receive)
+        try:
+            obj: Any = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            raise _Refused(400, "Parse error: the body is not valid JSON.", code=-32700) from None
+        direct = session.feed(obj)
+        for data in direct:  # errors for unreadable messages also travel on the stream
+            assert session.standalone is not None
+            session.standalone.push(data, False)
+        await respond(send, 202, b"Accepted", content_type=b"text/plain")
