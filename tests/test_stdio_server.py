@@ -548,9 +548,6 @@ def test_bad_log_level_is_invalid_params(srv: ServerProcess, level: Any) -> None
     assert_serving(srv)
 
 
-@pytest.mark.xfail(strict=True, raises=EOFError, reason=(
-    "BUG in protocol/connection.py: `level not in LOG_LEVEL_RANK` raises TypeError for an "
-    "unhashable level and the exception kills the server process"))
 @pytest.mark.parametrize("level", [[], {}], ids=["array", "object"])
 def test_unhashable_log_level_is_invalid_params(srv: ServerProcess, level: Any) -> None:
     resp = srv.request("logging/setLevel", {"level": level})

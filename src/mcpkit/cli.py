@@ -172,7 +172,9 @@ async def _client_command(args: argparse.Namespace) -> int:
     style = _Style(sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ)
     import tempfile
 
-    stderr = None if args.verbose else tempfile.TemporaryFile("w+")
+    # the server may write any bytes to stderr: decode leniently when showing its tail
+    stderr = None if args.verbose else tempfile.TemporaryFile(
+        "w+", encoding="utf-8", errors="replace")
     try:
         async with Client(target, timeout=args.timeout, stderr=stderr) as client:
             return await _dispatch(client, args, rest, style)

@@ -116,7 +116,7 @@ class Session:
         self._try_send: Callable[[bytes], int] | None = None
         self._flush_scheduled = False
         self._writer_busy = False
-        self._sending = False  # the writer task is in the middle of a send
+        self._send_done: anyio.Event | None = None  # set when the writer's last send ended
         self._backlog = b""
         self.started = anyio.Event()  # handshake result known (SessionStarted/HandshakeFailed)
         self.handshake_error: str | None = None
@@ -181,20 +181,12 @@ class Session:
                 data = b""
             if data is None:
                 return
-            try:
-                if not data:
-                    loop.remove_reader(fd)
-                    events = conn.receive_eof()
-                    ended.set()
-                else:
-                    events = conn.receive_data(data)
-                for event in events:
-                    self._handle(event)
-                self._kick()
-            except Exception:  # never let a bug kill the loop callback silently
-                log.exception("error while processing input")
+            if not data:
                 loop.remove_reader(fd)
                 ended.set()
+                self._feed(conn.receive_eof)
+            else:
+                self._feed(conn.receive_data, data)
 
         loop.add_reader(fd, on_readable)
         try:
@@ -202,19 +194,25 @@ class Session:
         finally:
             loop.remove_reader(fd)
 
+    def _feed(self, receive: Callable[..., list[Event]], *args: Any) -> None:
+        """Process input; a bug met while doing so is logged and the session goes on
+        (one bad message must not take the server down)."""
+        try:
+            for event in receive(*args):
+                self._handle(event)
+        except Exception:
+            log.exception("internal error while processing input; the input was dropped")
+        self._kick()
+
     async def _reader(self) -> None:
         conn, stream = self.conn, self.stream
         while True:
             try:
                 data = await stream.receive()
             except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                for event in conn.receive_eof():
-                    self._handle(event)
-                self._kick()
+                self._feed(conn.receive_eof)
                 return
-            for event in conn.receive_data(data):
-                self._handle(event)
-            self._kick()
+            self._feed(conn.receive_data, data)
 
     async def _drain(self) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``)."""
@@ -232,20 +230,22 @@ class Session:
             data = self._backlog + conn.data_to_send()
             self._backlog = b""
             if data:
-                self._sending = True
+                done = self._send_done = anyio.Event()
                 try:
                     await stream.send(data)
                 except (anyio.ClosedResourceError, anyio.BrokenResourceError):
                     self._shutdown()
                     return
                 finally:
-                    self._sending = False
+                    done.set()
             self._writer_busy = False
 
     async def _flush_final(self) -> None:
-        with anyio.move_on_after(5):
-            while self._sending:  # bytes the writer took are still being written: let it
-                await anyio.sleep(0.005)  # finish, or cancelling it next would lose them
+        if self._send_done is not None:
+            # Bytes the writer took may still be being written: let it finish, or
+            # cancelling it next would lose them.
+            with anyio.move_on_after(5):
+                await self._send_done.wait()
         data = self._backlog + self.conn.data_to_send()
         self._backlog = b""
         if data:

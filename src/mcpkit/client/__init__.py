@@ -1,6 +1,9 @@
 """The client library: ``Client`` and its typed results."""
 
 from . import types
-from .client import Client, HandshakeError, OutputSchemaError, PaginationError
+from .client import Client, HandshakeError, InvalidResult, OutputSchemaError, PaginationError
 
-__all__ = ["Client", "HandshakeError", "OutputSchemaError", "PaginationError", "types"]
+__all__ = [
+    "Client", "HandshakeError", "InvalidResult", "OutputSchemaError", "PaginationError",
+    "types",
+]

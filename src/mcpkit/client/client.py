@@ -21,7 +21,7 @@ from contextlib import AsyncExitStack
 from typing import Any, TypeVar
 
 import anyio
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from ..protocol.connection import Connection, NotificationReceived, RequestReceived
 from ..protocol.errors import (
@@ -63,6 +63,27 @@ class OutputSchemaError(MCPError):
 
 class PaginationError(MCPError):
     """A server's cursors went round in circles (or never ended)."""
+
+
+class InvalidResult(MCPError):
+    """The server answered with a result that does not have the shape the protocol requires."""
+
+
+def _parse(model: type[M], value: Any, method: str) -> M:
+    """``model`` from a server's result; ``InvalidResult`` (not pydantic's error) if malformed."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<result>'}: {e['msg']}"
+                          for e in exc.errors()[:3])
+        raise InvalidResult(f"the server's answer to {method} is malformed: {where}") from exc
+
+
+def _parse_list(model: type[M], value: Any, method: str, key: str) -> list[M]:
+    if not isinstance(value, list):
+        raise InvalidResult(f"the server's answer to {method} is malformed: {key!r} must be "
+                            f"an array, got {type(value).__name__}")
+    return [_parse(model, item, method) for item in value]
 
 
 class Client:
@@ -283,7 +304,7 @@ class Client:
         seen: set[str] = set()
         for _ in range(MAX_PAGES):
             res = await self.request(method, {"cursor": cursor} if cursor else None)
-            items.extend(model.model_validate(i) for i in res.get(key, []))
+            items.extend(_parse_list(model, res.get(key, []), method, key))
             nxt = res.get("nextCursor")
             if not nxt:
                 return items
@@ -303,7 +324,8 @@ class Client:
 
     async def list_tools_page(self, cursor: str | None = None) -> tuple[list[t.Tool], str | None]:
         res = await self.request("tools/list", {"cursor": cursor} if cursor else None)
-        return [t.Tool.model_validate(i) for i in res.get("tools", [])], res.get("nextCursor")
+        tools = _parse_list(t.Tool, res.get("tools", []), "tools/list", "tools")
+        return tools, res.get("nextCursor")
 
     async def call_tool(
         self,
@@ -320,7 +342,7 @@ class Client:
         if arguments is not None:
             params["arguments"] = arguments
         res = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
-        result = t.CallToolResult.model_validate(res)
+        result = _parse(t.CallToolResult, res, "tools/call")
         if not result.is_error and self.revision.has("structured_content"):
             await self._check_output(name, result)
         return result
@@ -356,8 +378,8 @@ class Client:
                                      t.ResourceTemplate)
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
-        return t.ReadResourceResult.model_validate(
-            await self.request("resources/read", {"uri": uri}))
+        return _parse(t.ReadResourceResult, await self.request("resources/read", {"uri": uri}),
+                      "resources/read")
 
     async def subscribe(self, uri: str) -> None:
         await self.request("resources/subscribe", {"uri": uri})
@@ -373,7 +395,8 @@ class Client:
         params: JSONObject = {"name": name}
         if arguments:
             params["arguments"] = arguments
-        return t.GetPromptResult.model_validate(await self.request("prompts/get", params))
+        return _parse(t.GetPromptResult, await self.request("prompts/get", params),
+                      "prompts/get")
 
     async def complete(
         self,
@@ -388,7 +411,7 @@ class Client:
         if context and self.revision.has("completion_context"):
             params["context"] = {"arguments": context}
         res = await self.request("completion/complete", params)
-        return t.Completion.model_validate(res.get("completion", {}))
+        return _parse(t.Completion, res.get("completion", {}), "completion/complete")
 
     async def set_logging_level(self, level: str) -> None:
         if level not in LOG_LEVELS:
@@ -405,6 +428,7 @@ __all__ = [
     "Client",
     "HandshakeError",
     "InvalidParams",
+    "InvalidResult",
     "OutputSchemaError",
     "PaginationError",
     "ProtocolError",

@@ -240,6 +240,31 @@ class Connection:
         rec = self._inbound.get(request_id)
         return rec.progress_token if rec else None
 
+    def snapshot(self) -> dict[str, Any]:
+        """What the handshake settled, for a session store (see ``restore``)."""
+        return {
+            "version": self.revision.version if self.revision else None,
+            "peer_info": self.peer_info,
+            "peer_capabilities": self.peer_capabilities,
+            "ready": self.lifecycle.state is State.READY,
+            "log_level": self.log_level,
+        }
+
+    def restore(self, record: dict[str, Any]) -> None:
+        """Take back a session from ``snapshot()`` (e.g. after a server restart).
+
+        Raises ``ValueError`` for a record this connection cannot resume."""
+        version = record.get("version")
+        if not isinstance(version, str) or version not in self.versions:
+            raise ValueError(f"cannot restore a session of revision {version!r}")
+        self.revision = REVISIONS[version]
+        info, caps = record.get("peer_info"), record.get("peer_capabilities")
+        self.peer_info = info if isinstance(info, dict) else {}
+        self.peer_capabilities = caps if isinstance(caps, dict) else {}
+        level = record.get("log_level")
+        self.log_level = level if level in LOG_LEVEL_RANK else None
+        self.lifecycle.state = State.READY if record.get("ready") else State.INITIALIZING
+
     # ------------------------------------------------------------------ receiving
 
     def receive_data(self, data: bytes) -> list[Event]:
@@ -459,7 +484,7 @@ class Connection:
             return
         if method == "logging/setLevel" and self.role is Role.SERVER:
             level = params.get("level")
-            if level not in LOG_LEVEL_RANK:
+            if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
                 self.send_error(
                     rid,
                     InvalidParams(

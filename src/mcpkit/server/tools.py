@@ -16,7 +16,7 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..protocol.errors import CapabilityNotSupported, ToolError
+from ..protocol.errors import CapabilityNotSupported, RemoteError, RequestTimeout, ToolError
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .schema import Signature, output_schema, parse_docstring
@@ -152,6 +152,16 @@ class Tool:
             return error_result(
                 f"The tool '{self.name}' cannot run in this session: {exc}. Retrying will not "
                 "help; it needs a client that supports this feature."
+            )
+        except RemoteError as exc:  # the client refused a request the tool made
+            return error_result(
+                f"The tool '{self.name}' could not finish: the client answered its request "
+                f"with an error ({exc.message}). Ask the user before retrying."
+            )
+        except RequestTimeout:
+            return error_result(
+                f"The tool '{self.name}' could not finish: the client did not answer its "
+                "request in time. Try again when the user is available."
             )
         except Exception as exc:
             log.exception("tool %r raised", self.name)

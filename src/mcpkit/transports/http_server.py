@@ -37,6 +37,7 @@ from ..protocol.sse import encode_event
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, RequestHandler, Session
 from ..storage.events import EventStore, MemoryEventStore
+from ..storage.sessions import MemorySessionStore, SessionStore
 
 log = logging.getLogger("mcpkit.http")
 
@@ -67,6 +68,7 @@ class HttpConfig:
     legacy_sse_path: str = "/sse"
     legacy_messages_path: str = "/messages"
     event_store: EventStore = field(default_factory=MemoryEventStore)
+    session_store: SessionStore = field(default_factory=MemorySessionStore)
 
 
 # ------------------------------------------------------------------------------ streams
@@ -173,6 +175,7 @@ class HttpSession(Session):
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
         self.direct: list[bytes] | None = None  # errors answering the POST being fed
         self.last_seen = time.monotonic()
+        self.saved: dict[str, Any] | None = None  # the handshake state last stored
         self.tasks: set[Any] = set()
         self._seq = 0
 
@@ -206,9 +209,7 @@ class HttpSession(Session):
         self.last_seen = time.monotonic()
         self.direct = []
         try:
-            for event in self.conn.receive_message(obj):
-                self._handle(event)
-            self._kick()
+            self._feed(self.conn.receive_message, obj)
             return self.direct
         finally:
             self.direct = None
@@ -404,7 +405,7 @@ class StreamableHTTPApp:
             if not ok:
                 raise _Refused(403, f"Forbidden: Origin {origin!r} is not allowed.")
 
-    def _session(self, headers: dict[str, str]) -> HttpSession:
+    async def _session(self, headers: dict[str, str]) -> HttpSession:
         sid = headers.get("mcp-session-id")
         if not sid:
             raise _Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
@@ -415,10 +416,37 @@ class StreamableHTTPApp:
         ):
             self._end(sid)
             session = None
+        elif session is None and len(sid) <= 100:
+            session = await self._restore(sid)
         if session is None:
             raise _Refused(404, "Session not found: it expired or was ended; start a new one "
                                 "with 'initialize' (without Mcp-Session-Id).", code=-32001)
         return session
+
+    async def _restore(self, sid: str) -> HttpSession | None:
+        """A session of an earlier run of this server, from the session store."""
+        record = await self.config.session_store.load(sid)
+        if record is None or len(self.sessions) >= self.config.max_sessions:
+            return None
+        conn = self.new_connection()
+        try:
+            conn.restore(record)
+        except ValueError:
+            return None
+        session = HttpSession(conn, sid, self.config.event_store, on_request=self.on_request,
+                              on_notification=self.on_notification)
+        session.saved = conn.snapshot()
+        self.sessions[sid] = session
+        if self.on_session is not None:
+            self.on_session(session, True)
+        return session
+
+    async def _persist(self, session: HttpSession) -> None:
+        """Save the session's handshake state when it changed (initialized, log level)."""
+        snap = session.conn.snapshot()
+        if snap != session.saved:
+            session.saved = snap
+            await self.config.session_store.save(session.session_id, snap)
 
     def _check_version(self, headers: dict[str, str], session: HttpSession) -> None:
         version = headers.get("mcp-protocol-version")
@@ -436,8 +464,10 @@ class StreamableHTTPApp:
             if self.on_session is not None:
                 self.on_session(session, False)
             loop = asyncio.get_running_loop()
-            task = loop.create_task(self.config.event_store.drop(sid))
-            task.add_done_callback(lambda t: t.exception())
+            for coro in (self.config.event_store.drop(sid),
+                         self.config.session_store.delete(sid)):
+                task = loop.create_task(coro)
+                task.add_done_callback(lambda t: t.exception())
 
     def _expire_idle(self) -> None:
         now = time.monotonic()
@@ -491,12 +521,13 @@ class StreamableHTTPApp:
                 raise _Refused(400, "Invalid request: 'initialize' must not be in a batch.")
             await self._initialize(obj, send)
             return
-        session = self._session(headers)
+        session = await self._session(headers)
         self._check_version(headers, session)
         request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
                        and "id" in m and is_valid_id(m["id"])]
         if not request_ids:
             direct = session.feed(obj)
+            await self._persist(session)
             if direct:
                 await _respond(send, 400, direct[0])
             else:
@@ -514,6 +545,7 @@ class StreamableHTTPApp:
         stream = _Stream(session, session.new_stream_id())
         session.streams[key] = stream
         direct = session.feed(obj)
+        await self._persist(session)
         if direct and not stream.queue:
             session.streams.pop(key, None)
             await _respond(send, 400, direct[0])
@@ -547,6 +579,7 @@ class StreamableHTTPApp:
         self.sessions[sid] = session
         if self.on_session is not None:
             self.on_session(session, True)
+        await self._persist(session)
         await _respond(send, 200, data, [(b"mcp-session-id", sid.encode())])
 
     async def _answer(self, stream: _Stream, mode: str, send: Send, receive: Receive) -> None:
@@ -624,7 +657,7 @@ class StreamableHTTPApp:
         if not self.config.enable_get:
             raise _Refused(405, "Method not allowed: this server has no GET stream.",
                            headers=[(b"allow", b"POST, DELETE")])
-        session = self._session(headers)
+        session = await self._session(headers)
         self._check_version(headers, session)
         session.last_seen = time.monotonic()
         last = headers.get("last-event-id")
@@ -680,6 +713,6 @@ class StreamableHTTPApp:
         if not self.config.allow_delete:
             raise _Refused(405, "Method not allowed: sessions end when they expire.",
                            headers=[(b"allow", b"GET, POST")])
-        session = self._session(headers)
+        session = await self._session(headers)
         self._end(session.session_id)
         await _respond(send, 200)
