@@ -74,6 +74,7 @@ if __name__ == "__main__":
     if "--port" in sys.argv:
         port = int(sys.argv[sys.argv.index("--port") + 1])
         mode = "json" if "--json-response" in sys.argv else "auto"
-        server.run("http", port=port, response_mode=mode)
+        impl = sys.argv[sys.argv.index("--http-impl") + 1] if "--http-impl" in sys.argv else "h11"
+        server.run("http", port=port, response_mode=mode, http=impl)
     else:
         server.run()

@@ -37,7 +37,8 @@ def main(path: str) -> int:
     for name, value, op, goal, unit in rows:
         ok = value >= goal if op == ">=" else value <= goal
         failed += not ok
-        print(f"{'PASS' if ok else 'MISS'}  {name:42s} {value:8.1f}{unit}  (goal {op} {goal}{unit})")
+        verdict = "PASS" if ok else "MISS"
+        print(f"{verdict}  {name:42s} {value:8.1f}{unit}  (goal {op} {goal}{unit})")
     return 1 if failed else 0
 
 

@@ -84,8 +84,51 @@ class _Waiter:
     on_progress: ProgressCallback | None = None
 
 
+class _Unset:
+    """Stands in for the writer's wake-up event until ``run()`` creates it."""
+
+    __slots__ = ()
+
+    def set(self) -> None:
+        return None
+
+
+_UNSET = _Unset()
+
+
 class Session:
     """One MCP session over one byte stream, for either role."""
+
+    # Slots keep an idle session small (HTTP servers hold thousands of them).
+    __slots__ = (
+        "__weakref__",
+        "_asyncio_loop",
+        "_backlog",
+        "_closed",
+        "_coros",
+        "_flush_scheduled",
+        "_handles",
+        "_handshake_done",
+        "_idle",
+        "_loop_thread",
+        "_loop_token",
+        "_on_event",
+        "_on_notification",
+        "_on_request",
+        "_send_done",
+        "_started",
+        "_tasks",
+        "_tg",
+        "_try_send",
+        "_waiters",
+        "_wakeup",
+        "_writer_busy",
+        "conn",
+        "drain_timeout",
+        "handshake_error",
+        "state",
+        "stream",
+    )
 
     def __init__(
         self,
@@ -106,27 +149,43 @@ class Session:
         self.drain_timeout = 5.0  # seconds handlers may finish after the input ended
         self._idle: anyio.Event | None = None  # set when the last handler finishes
         self._waiters: dict[RequestId, _Waiter] = {}
-        self._wakeup = anyio.Event()
+        self._wakeup: anyio.Event | _Unset = _UNSET  # created by run()
         self._closed = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._asyncio_loop: Any = None
         self._loop_thread: int | None = None  # thread running the event loop (see notify)
         self._loop_token: Any = None
-        self._tasks: set[Any] = set()
+        self._tasks: set[Any] | None = None  # helper tasks (created on first use)
         self._try_send: Callable[[bytes], int] | None = None
         self._flush_scheduled = False
         self._writer_busy = False
         self._send_done: anyio.Event | None = None  # set when the writer's last send ended
         self._backlog = b""
-        self.started = anyio.Event()  # handshake result known (SessionStarted/HandshakeFailed)
+        self._started: anyio.Event | None = None
+        self._handshake_done = False
         self.handshake_error: str | None = None
         self.state: dict[str, Any] = {}  # per-session data for the layers above
+
+    @property
+    def started(self) -> anyio.Event:
+        """Set when the handshake result is known (``SessionStarted``/``HandshakeFailed``)."""
+        if self._started is None:
+            self._started = anyio.Event()
+            if self._handshake_done:
+                self._started.set()
+        return self._started
+
+    def _mark_started(self) -> None:
+        self._handshake_done = True
+        if self._started is not None:
+            self._started.set()
 
     # ------------------------------------------------------------------ running
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
             -> None:
         """Serve until the peer closes its side or the transport breaks."""
+        self._wakeup = anyio.Event()
         self._loop_thread = threading.get_ident()
         self._loop_token = anyio.lowlevel.current_token()
         if sniffio.current_async_library() == "asyncio":
@@ -225,7 +284,9 @@ class Session:
     async def _writer(self) -> None:
         conn, stream = self.conn, self.stream
         while True:
-            await self._wakeup.wait()
+            wakeup = self._wakeup
+            assert isinstance(wakeup, anyio.Event)
+            await wakeup.wait()
             self._wakeup = anyio.Event()
             data = self._backlog + conn.data_to_send()
             self._backlog = b""
@@ -298,12 +359,19 @@ class Session:
                 waiter.error = ConnectionClosed("the connection to the peer closed")
             waiter.done.set()
         self._waiters.clear()
-        if not self.started.is_set():
+        if not self._handshake_done:
             self.handshake_error = self.handshake_error or (
                 "the server closed the connection before answering initialize (did it "
                 "crash? check its stderr)"
             )
-            self.started.set()
+            self._mark_started()
+
+    def _track(self, task: Any) -> None:
+        """Hold a strong reference to an asyncio task until it ends (the loop keeps weak)."""
+        if self._tasks is None:
+            self._tasks = set()
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
 
     def _cancel(self, rid: RequestId, handle: Any) -> None:
         handle.cancel()
@@ -314,7 +382,7 @@ class Session:
     async def _cancel_handlers(self) -> None:
         for rid, handle in list(self._handles.items()):
             self._cancel(rid, handle)
-        tasks = list(self._tasks)
+        tasks = list(self._tasks or ())
         if tasks:
             with anyio.CancelScope(shield=True):
                 for task in tasks:
@@ -364,7 +432,7 @@ class Session:
             if isinstance(event, SessionStarted | HandshakeFailed):
                 if isinstance(event, HandshakeFailed):
                     self.handshake_error = event.reason
-                self.started.set()
+                self._mark_started()
             if self._on_event is not None:
                 self._on_event(self, event)
             elif isinstance(event, SessionReady):
@@ -397,8 +465,7 @@ class Session:
             task = loop.create_task(self._run_handler(event, coro, None))
             self._handles[event.id] = task
             self._coros[event.id] = coro
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._track(task)
         else:
             scope = anyio.CancelScope()
             self._handles[event.id] = scope
@@ -453,8 +520,7 @@ class Session:
         loop = self._asyncio_loop
         if loop is not None:
             task = loop.create_task(call())
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
+            self._track(task)
         elif self._tg is not None:
             self._tg.start_soon(call)
 

@@ -196,6 +196,27 @@ _AWAITING_INITIALIZED = (
 class Connection:
     """One side (client or server) of one stateful MCP session."""
 
+    __slots__ = (
+        "_inbound",
+        "_latest",
+        "_lines",
+        "_next_id",
+        "_outbound",
+        "_outbox",
+        "_progress_tokens",
+        "capabilities",
+        "info",
+        "instructions",
+        "lifecycle",
+        "log_level",
+        "peer_capabilities",
+        "peer_info",
+        "peer_instructions",
+        "revision",
+        "role",
+        "versions",
+    )
+
     def __init__(
         self,
         role: Role,
@@ -530,8 +551,8 @@ class Connection:
         chosen = negotiate(version, self.versions)
         rev = REVISIONS[chosen]
         self.revision = rev
-        self.peer_info = info
-        self.peer_capabilities = caps
+        self.peer_info = _shared(info)
+        self.peer_capabilities = _shared(caps)
         self.lifecycle.advance("recv:initialize")
         res: JSONObject = {
             "protocolVersion": chosen,
@@ -837,6 +858,24 @@ class Connection:
         """Drain queued messages one by one, each tagged with its related request."""
         box, self._outbox = self._outbox, []
         return box
+
+
+_SHARED: dict[bytes, JSONObject] = {}
+
+
+def _shared(value: JSONObject) -> JSONObject:
+    """One shared copy of identical client info/capabilities across sessions (a server
+    holding thousands of sessions from the same client keeps one dict, not thousands).
+    The values are treated as read-only."""
+    key = encode(value)
+    if len(key) > 4096:
+        return value
+    found = _SHARED.get(key)
+    if found is None:
+        if len(_SHARED) >= 1024:
+            _SHARED.clear()
+        _SHARED[key] = found = value
+    return found
 
 
 def _method_not_found(method: str, rev: Revision | None) -> MethodNotFound:

@@ -80,6 +80,7 @@ class Server:
         self._templates: dict[str, ResourceTemplate] = {}
         self._prompts: dict[str, Prompt] = {}
         self._completers: dict[tuple[str, str, str], Completer] = {}
+        self._caps_cache: tuple[bool, JSON] | None = None
         self._sessions: set[Session] = set()
         self._lifespan = lifespan
         self._lifespan_users = 0
@@ -268,13 +269,18 @@ class Server:
     # ------------------------------------------------------------------ capabilities
 
     def capabilities(self) -> JSON:
-        """The server capabilities declared in ``initialize``."""
+        """The server capabilities declared in ``initialize`` (shared, do not mutate)."""
+        key = bool(self._completers)
+        cached = self._caps_cache
+        if cached is not None and cached[0] == key:
+            return cached[1]
         caps: JSON = {"logging": {}}
         if self._completers:
             caps["completions"] = {}
         caps["prompts"] = {"listChanged": True}
         caps["resources"] = {"subscribe": True, "listChanged": True}
         caps["tools"] = {"listChanged": True}
+        self._caps_cache = (key, caps)
         return caps
 
     # ------------------------------------------------------------------ serving
@@ -376,9 +382,10 @@ class Server:
 
             host = options.pop("host", "127.0.0.1")
             port = int(options.pop("port", 8000))
+            http_impl = options.pop("http", "auto")  # uvicorn's parser: auto|h11|httptools
             app = self.asgi_app(options.pop("path", "/mcp"), **options)
             uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                        lifespan="on")
+                        lifespan="on", http=http_impl, loop="asyncio")
             return
         if transport != "stdio":
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

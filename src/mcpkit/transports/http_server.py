@@ -126,8 +126,7 @@ class _Stream:
             self.sse = True
             loop = asyncio.get_running_loop()
             self._pump = loop.create_task(self._run_pump())
-            self.session.tasks.add(self._pump)
-            self._pump.add_done_callback(self.session.tasks.discard)
+            self.session._track(self._pump)
 
     async def _run_pump(self) -> None:
         store = self.session.store
@@ -156,6 +155,9 @@ class _Stream:
 class HttpSession(Session):
     """A ``Session`` whose output is routed to HTTP response streams."""
 
+    __slots__ = ("_seq", "backlog", "direct", "last_seen", "saved", "session_id", "standalone",
+                 "standalone_id", "store", "streams")
+
     def __init__(
         self,
         conn: Connection,
@@ -172,11 +174,11 @@ class HttpSession(Session):
         self.store = store
         self.streams: dict[RequestId, _Stream] = {}
         self.standalone: _Stream | None = None
+        self.standalone_id: str | None = None  # the id of the latest GET stream
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
         self.direct: list[bytes] | None = None  # errors answering the POST being fed
         self.last_seen = time.monotonic()
         self.saved: dict[str, Any] | None = None  # the handshake state last stored
-        self.tasks: set[Any] = set()
         self._seq = 0
 
     def new_stream_id(self) -> str:
@@ -219,7 +221,7 @@ class HttpSession(Session):
         self._fail_waiters()
         for rid, handle in list(self._handles.items()):
             self._cancel(rid, handle)
-        for task in list(self.tasks):
+        for task in list(self._tasks or ()):
             task.cancel()
 
 
@@ -573,7 +575,7 @@ class StreamableHTTPApp:
         session.streams[rid] = stream
         session.feed(obj)
         data, _final = await stream.first()
-        if "error" in orjson.loads(data):
+        if session.conn.revision is None:  # initialize was refused (bad params)
             await _respond(send, 200, data)
             return
         self.sessions[sid] = session
@@ -666,21 +668,32 @@ class StreamableHTTPApp:
             return
         if session.standalone is not None and not session.standalone.done:
             raise _Refused(409, "Conflict: this session already has an open GET stream.")
-        stream = _Stream(session, session.new_stream_id(), standalone=True)
-        session.standalone = stream
         listener = _Listener()
+        stream = self._open_standalone(session, session.new_stream_id(), listener)
+        try:
+            await self._sse(stream, listener, send, receive, skip_through=None)
+        finally:
+            self._release_standalone(session, stream)
+
+    def _open_standalone(self, session: HttpSession, stream_id: str,
+                         listener: _Listener) -> _Stream:
+        stream = _Stream(session, stream_id, standalone=True)
+        session.standalone = stream
+        session.standalone_id = stream_id
         stream.listener = listener
         for data in session.backlog:
             stream.push(data, False)
         session.backlog.clear()
         stream.start_sse()
-        try:
-            await self._sse(stream, listener, send, receive, skip_through=None)
-        finally:
-            if session.standalone is stream:
-                session.standalone = None
-                pending = [d for d, _ in stream.queue]
-                session.backlog[:0] = pending
+        return stream
+
+    def _release_standalone(self, session: HttpSession, stream: _Stream) -> None:
+        """The GET stream's connection ended: unless a resumed one took it over, messages
+        wait in the backlog for the next GET."""
+        if session.standalone is stream and stream.listener is None:
+            session.standalone = None
+            pending = [d for d, _ in stream.queue]
+            session.backlog[:0] = pending
 
     async def _resume(self, session: HttpSession, last: str, send: Send,
                       receive: Receive) -> None:
@@ -692,22 +705,39 @@ class StreamableHTTPApp:
         ):
             live = session.standalone
         listener = _Listener()
+        bad = _Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
+                            "open a new stream without it.")
+        if live is not None and live.listener is not None:
+            # A quick reconnect: the old connection broke but that is not noticed yet. Take
+            # the stream over (once the id is known to be this session's).
+            if await store.replay(session.session_id, last) is None:
+                raise bad
+            old, live.listener = live.listener, None
+            old.gone = True
+            old.wakeup.set()
         if live is not None and live.listener is None:
             live.listener = listener  # attach first: nothing stored from now on is missed
         replay = await store.replay(session.session_id, last)
         if replay is None:
             if live is not None and live.listener is listener:
                 live.listener = None
-            raise _Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
-                                "open a new stream without it.")
+            raise bad
         _, events = replay
+        if live is None and stream_id == session.standalone_id and session.standalone is None:
+            # The GET stream's connection broke: resuming it reopens it (same stream id).
+            live = self._open_standalone(session, stream_id, listener)
         if live is None or live.listener is not listener:
             live = _Stream(session, stream_id)  # finished (or taken): replay only
             live.done = True
             live.finished.set()
         last_seq = int(events[-1][0].rpartition("_")[2]) if events else int(
             last.rpartition("_")[2])
-        await self._sse(live, listener, send, receive, skip_through=last_seq, replay=events)
+        try:
+            await self._sse(live, listener, send, receive, skip_through=last_seq,
+                            replay=events)
+        finally:
+            if live.standalone:
+                self._release_standalone(session, live)
 
     async def _delete(self, headers: dict[str, str], send: Send) -> None:
         if not self.config.allow_delete:

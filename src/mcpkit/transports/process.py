@@ -84,6 +84,9 @@ class ProcessStream:
                 if not await self._wait(self.grace):
                     self._signal(signal.SIGKILL)
                     await self._wait(self.grace)
+            else:
+                # It exited by itself: children it left behind in its group go too.
+                self._signal(signal.SIGTERM)
             if proc.stdout is not None:
                 await proc.stdout.aclose()
 
