@@ -17,11 +17,13 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Any, TypeVar, overload
 
 import anyio
+import orjson
 
 from ..protocol.connection import Connection, NotificationReceived, RequestReceived
 from ..protocol.errors import InvalidParams, ResourceNotFound
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
+from ..protocol.versions import LATEST_STATEFUL
 from ..session import ByteStream, HandlerResult, Session
 from .context import Context
 from .prompts import Prompt
@@ -81,6 +83,7 @@ class Server:
         self._prompts: dict[str, Prompt] = {}
         self._completers: dict[tuple[str, str, str], Completer] = {}
         self._caps_cache: tuple[bool, JSON] | None = None
+        self._tools_pages: dict[str | None, JSON] = {}  # serialized tools/list pages
         self._sessions: set[Session] = set()
         self._lifespan = lifespan
         self._lifespan_users = 0
@@ -257,6 +260,8 @@ class Server:
     # ------------------------------------------------------------------ notifications
 
     def _list_changed(self, method: str) -> None:
+        if method == "notifications/tools/list_changed":
+            self._tools_pages.clear()
         for session in list(self._sessions):
             session.notify(method)
 
@@ -429,7 +434,21 @@ class Server:
         return result
 
     def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
-        return self._page(event, [t.definition for t in self._tools.values()], "tools")
+        rev = session.conn.revision
+        if rev is None or rev.version != LATEST_STATEFUL:
+            return self._page(event, [t.definition for t in self._tools.values()], "tools")
+        # Newest revision: serve each page from a cache of its serialized tools array, so
+        # a large catalogue is not re-encoded on every call (cleared when tools change).
+        cursor = event.params.get("cursor")
+        key = cursor if isinstance(cursor, str) or cursor is None else None
+        cached = self._tools_pages.get(key) if key is not None or cursor is None else None
+        if cached is not None:
+            return dict(cached)
+        result = self._page(event, [t.definition for t in self._tools.values()], "tools")
+        result["tools"] = orjson.Fragment(orjson.dumps(result["tools"]))
+        if len(self._tools_pages) < 1024:
+            self._tools_pages[key] = result
+        return dict(result)
 
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
         params = event.params
