@@ -3,6 +3,7 @@ plus ``echo``, ``add`` and ``sleep``.
 
     python examples/everything.py                        # serve on stdio
     python examples/everything.py --http --port 3001     # Streamable HTTP at /mcp
+    python examples/everything.py --http --sqlite s.db   # ... resumable across restarts
 """
 
 from __future__ import annotations
@@ -431,6 +432,13 @@ if __name__ == "__main__":
 
     if "--http" in sys.argv:
         port = int(sys.argv[sys.argv.index("--port") + 1]) if "--port" in sys.argv else 3001
-        server.run("http", port=port)
+        options: dict[str, Any] = {}
+        if "--sqlite" in sys.argv:  # sessions and SSE events survive a restart
+            from mcpkit.storage import SQLiteEventStore, SQLiteSessionStore
+
+            path = sys.argv[sys.argv.index("--sqlite") + 1]
+            options["event_store"] = SQLiteEventStore(path)
+            options["session_store"] = SQLiteSessionStore(path)
+        server.run("http", port=port, **options)
     else:
         server.run()

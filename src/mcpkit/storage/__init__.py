@@ -1,5 +1,13 @@
-"""State that outlives one request: SSE event logs for resumability (memory, SQLite)."""
+"""State that outlives one request: SSE event logs and session records (memory, SQLite)."""
 
 from .events import EventStore, MemoryEventStore, SQLiteEventStore
+from .sessions import MemorySessionStore, SessionStore, SQLiteSessionStore
 
-__all__ = ["EventStore", "MemoryEventStore", "SQLiteEventStore"]
+__all__ = [
+    "EventStore",
+    "MemoryEventStore",
+    "MemorySessionStore",
+    "SQLiteEventStore",
+    "SQLiteSessionStore",
+    "SessionStore",
+]
