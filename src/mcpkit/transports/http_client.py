@@ -88,7 +88,7 @@ class HttpClientStream:
         for line in data.split(b"\n"):
             if not line.strip():
                 continue
-            if b'"initialize"' in line or b'"notifications/initialized"' in line:
+            if _is_handshake(line):
                 # The handshake goes out in order, and the GET stream is open before
                 # anything else is sent (a server may use it right away).
                 await self._post_task(line)
@@ -109,6 +109,8 @@ class HttpClientStream:
             if self._own_http:
                 await self.http.aclose()
         self._send.close()
+        self._receive.close()
+        self._receive.close()  # (left open, it warns "Unclosed" when collected)
 
     # ------------------------------------------------------------------ internals
 
@@ -341,6 +343,19 @@ class HttpClientStream:
                 return
             attempts += 1
             await anyio.sleep((parser.retry or 1000) / 1000)
+
+
+def _is_handshake(line: bytes) -> bool:
+    """Whether ``line`` is ``initialize`` or ``notifications/initialized`` (its method, not
+    merely the word somewhere in it: those two are sent in line, anything else is not)."""
+    if b'"initialize"' not in line and b'"notifications/initialized"' not in line:
+        return False
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return False
+    return isinstance(msg, dict) and msg.get("method") in ("initialize",
+                                                           "notifications/initialized")
 
 
 def _answers(data: bytes, request_id: Any) -> bool:

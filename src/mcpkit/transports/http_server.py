@@ -60,7 +60,8 @@ class HttpConfig:
     max_body: int = 4 * 1024 * 1024
     max_sessions: int = 10_000
     session_idle_timeout: float = 3600.0
-    max_in_flight: int = 4096  # per session
+    max_in_flight: int = 4096  # per session (429 past it)
+    max_in_flight_total: int = 65536  # across sessions (503 past it)
     retry_ms: int = 1000
     enable_get: bool = True
     allow_delete: bool = True
@@ -104,6 +105,7 @@ class _Stream:
         self.queue: list[tuple[bytes, bool]] = []  # produced, not yet stored/sent
         self.wakeup = anyio.Event()
         self.done = False  # the final message was produced
+        self.closed = False  # the session ended: stop waiting for more
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: _Listener | None = None
         self.finished = anyio.Event()  # the final event was stored (and handed on)
@@ -155,8 +157,8 @@ class _Stream:
 class HttpSession(Session):
     """A ``Session`` whose output is routed to HTTP response streams."""
 
-    __slots__ = ("_seq", "backlog", "direct", "last_seen", "saved", "session_id", "standalone",
-                 "standalone_id", "store", "streams")
+    __slots__ = ("_seq", "backlog", "direct", "last_seen", "last_standalone", "saved",
+                 "session_id", "standalone", "store", "streams")
 
     def __init__(
         self,
@@ -174,7 +176,7 @@ class HttpSession(Session):
         self.store = store
         self.streams: dict[RequestId, _Stream] = {}
         self.standalone: _Stream | None = None
-        self.standalone_id: str | None = None  # the id of the latest GET stream
+        self.last_standalone: _Stream | None = None  # the latest GET stream (resumable)
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
         self.direct: list[bytes] | None = None  # errors answering the POST being fed
         self.last_seen = time.monotonic()
@@ -304,6 +306,8 @@ class StreamableHTTPApp:
         self.on_notification = on_notification
         self.on_session = on_session
         self.sessions: dict[str, HttpSession] = {}
+        self.in_flight = 0  # POSTed requests being answered, all sessions
+        self._last_sweep = 0.0
         cfg = self.config
         self._hosts = None if cfg.allowed_hosts is None else {
             _host_name(h) for h in cfg.allowed_hosts}
@@ -371,8 +375,19 @@ class StreamableHTTPApp:
         await send({"type": "lifespan.shutdown.complete"})
 
     def close_all(self) -> None:
-        for session in list(self.sessions.values()):
+        """End every session (server shutdown): handlers cancelled, streams ended."""
+        sessions = list(self.sessions.values())
+        if self.legacy is not None:
+            sessions += list(self.legacy.sessions.values())
+        for session in sessions:
             session.close()
+            for stream in (session.standalone, *session.streams.values()):
+                if stream is not None and stream.listener is not None:
+                    stream.listener.gone = True
+                    stream.listener.wakeup.set()
+                if stream is not None:
+                    stream.closed = True
+                    stream.wakeup.set()
         self.sessions.clear()
 
     # ------------------------------------------------------------------ checks
@@ -471,8 +486,13 @@ class StreamableHTTPApp:
                 task = loop.create_task(coro)
                 task.add_done_callback(lambda t: t.exception())
 
-    def _expire_idle(self) -> None:
+    def _expire_idle(self, force: bool = False) -> None:
+        """End sessions idle past the timeout. Sweeps at most once a second (or when the
+        session cap is reached), so opening sessions stays O(1) however many are open."""
         now = time.monotonic()
+        if not force and now - self._last_sweep < 1.0:
+            return
+        self._last_sweep = now
         limit = self.config.session_idle_timeout
         for sid, session in list(self.sessions.items()):
             if now - session.last_seen > limit and not session.streams:
@@ -538,6 +558,9 @@ class StreamableHTTPApp:
         if len(session._handles) + len(request_ids) > self.config.max_in_flight:
             raise _Refused(429, "Too many requests in flight on this session; wait for some "
                                 "answers and retry.", headers=[(b"retry-after", b"1")])
+        if self.in_flight >= self.config.max_in_flight_total:
+            raise _Refused(503, "Service unavailable: the server is at its limit of requests "
+                                "in flight; retry shortly.", headers=[(b"retry-after", b"1")])
         key = request_ids[0]
         if key in session.streams or (not isinstance(obj, list) and key in session._handles):
             await _respond(send, 200, _error_body(
@@ -553,10 +576,16 @@ class StreamableHTTPApp:
             await _respond(send, 400, direct[0])
             return
         mode = "json" if isinstance(obj, list) else self.config.response_mode
-        await self._answer(stream, mode, send, receive)
+        self.in_flight += 1
+        try:
+            await self._answer(stream, mode, send, receive)
+        finally:
+            self.in_flight -= 1
 
     async def _initialize(self, obj: Any, send: Send) -> None:
         self._expire_idle()
+        if len(self.sessions) >= self.config.max_sessions:
+            self._expire_idle(force=True)
         if len(self.sessions) >= self.config.max_sessions:
             raise _Refused(503, "Service unavailable: too many open sessions; retry later.",
                            headers=[(b"retry-after", b"5")])
@@ -669,63 +698,56 @@ class StreamableHTTPApp:
         if session.standalone is not None and not session.standalone.done:
             raise _Refused(409, "Conflict: this session already has an open GET stream.")
         listener = _Listener()
-        stream = self._open_standalone(session, session.new_stream_id(), listener)
+        stream = _Stream(session, session.new_stream_id(), standalone=True)
+        self._open_standalone(session, stream, listener)
         try:
             await self._sse(stream, listener, send, receive, skip_through=None)
         finally:
             self._release_standalone(session, stream)
 
-    def _open_standalone(self, session: HttpSession, stream_id: str,
-                         listener: _Listener) -> _Stream:
-        stream = _Stream(session, stream_id, standalone=True)
-        session.standalone = stream
-        session.standalone_id = stream_id
+    def _open_standalone(self, session: HttpSession, stream: _Stream,
+                         listener: _Listener) -> None:
+        """Make ``stream`` the session's GET stream, read by ``listener``'s connection."""
+        session.standalone = session.last_standalone = stream
         stream.listener = listener
         for data in session.backlog:
             stream.push(data, False)
         session.backlog.clear()
         stream.start_sse()
-        return stream
 
     def _release_standalone(self, session: HttpSession, stream: _Stream) -> None:
         """The GET stream's connection ended: unless a resumed one took it over, messages
-        wait in the backlog for the next GET."""
+        wait in the backlog for the next GET (or the resumption of this one)."""
         if session.standalone is stream and stream.listener is None:
             session.standalone = None
-            pending = [d for d, _ in stream.queue]
-            session.backlog[:0] = pending
+            session.backlog[:0] = [d for d, _ in stream.queue]
+            stream.queue.clear()
 
     async def _resume(self, session: HttpSession, last: str, send: Send,
                       receive: Receive) -> None:
         store = self.config.event_store
+        if await store.replay(session.session_id, last) is None:  # before touching a stream
+            raise _Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
+                                "open a new stream without it.")
         stream_id = last.rpartition("_")[0]
         live = next((s for s in session.streams.values() if s.id == stream_id), None)
-        if live is None and session.standalone is not None and (
-            session.standalone.id == stream_id
-        ):
-            live = session.standalone
+        reopen = False
+        standalone = session.last_standalone
+        if live is None and standalone is not None and standalone.id == stream_id:
+            live = standalone
+            reopen = session.standalone is None  # its connection broke: resuming reopens it
         listener = _Listener()
-        bad = _Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
-                            "open a new stream without it.")
-        if live is not None and live.listener is not None:
-            # A quick reconnect: the old connection broke but that is not noticed yet. Take
-            # the stream over (once the id is known to be this session's).
-            if await store.replay(session.session_id, last) is None:
-                raise bad
-            old, live.listener = live.listener, None
-            old.gone = True
-            old.wakeup.set()
-        if live is not None and live.listener is None:
-            live.listener = listener  # attach first: nothing stored from now on is missed
+        if live is not None:
+            # Attach first: nothing stored from now on is missed. A connection still attached
+            # broke unnoticed so far (a quick reconnect): this one takes over.
+            old, live.listener = live.listener, listener
+            if old is not None:
+                old.gone = True
+                old.wakeup.set()
+            if reopen:
+                self._open_standalone(session, live, listener)
         replay = await store.replay(session.session_id, last)
-        if replay is None:
-            if live is not None and live.listener is listener:
-                live.listener = None
-            raise bad
-        _, events = replay
-        if live is None and stream_id == session.standalone_id and session.standalone is None:
-            # The GET stream's connection broke: resuming it reopens it (same stream id).
-            live = self._open_standalone(session, stream_id, listener)
+        _, events = replay or (stream_id, [])  # (None: the session ended meanwhile)
         if live is None or live.listener is not listener:
             live = _Stream(session, stream_id)  # finished (or taken): replay only
             live.done = True

@@ -82,8 +82,8 @@ class LegacySSE:
         try:
             async with anyio.create_task_group() as tg:
                 tg.start_soon(watch)
-                while not listener.gone:
-                    while not stream.queue and not listener.gone:
+                while not listener.gone and not stream.closed:
+                    while not stream.queue and not listener.gone and not stream.closed:
                         await stream.wakeup.wait()
                         stream.wakeup = anyio.Event()
                     batch, stream.queue = stream.queue, []

@@ -68,7 +68,8 @@ class ProcessStream:
         await self.process.stdin.send(data)
 
     async def aclose(self) -> None:
-        """Shut the child down: stdin closed -> wait -> SIGTERM -> wait -> SIGKILL."""
+        """Shut the child down: stdin closed -> wait -> SIGTERM -> wait -> SIGKILL (all to
+        the group; a child that exited by itself gets its leftover group SIGTERMed)."""
         if self._closed:
             return
         self._closed = True
