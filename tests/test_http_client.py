@@ -25,7 +25,7 @@ from mcpkit.client import Client
 from mcpkit.protocol.errors import RemoteError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from everything import server as everything  # noqa: E402
+from everything import server as everything
 
 HEADERS = {"content-type": "application/json", "accept": "application/json, text/event-stream"}
 
