@@ -330,6 +330,142 @@ server.add_tool(
 )
 
 
+# ---------------------------------------------------------------- 2026-07-28 (stateless)
+# The same handler code serves both eras: under 2025-11-25 ctx.elicit/sample/list_roots
+# are requests on the session; under 2026-07-28 they become an InputRequiredResult and the
+# tool runs again when the client retries with the answers (in a sealed requestState).
+
+NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
+               "required": ["name"]}
+OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
+
+
+def _text_of(result: dict[str, Any]) -> str:
+    content = result.get("content")
+    return content.get("text", "") if isinstance(content, dict) else ""
+
+
+@server.tool
+async def test_missing_capability(ctx: Context) -> str:
+    """Needs the client's sampling capability (-32021 without it, in 2026-07-28)."""
+    ctx.require_capability("sampling")
+    return "Success"
+
+
+@server.tool
+async def test_input_required_result_elicitation(ctx: Context) -> str:
+    """Asks the user's name (MRTR elicitation)."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}!"
+
+
+@server.tool
+async def test_input_required_result_sampling(ctx: Context) -> str:
+    """Asks the client's LLM a question (MRTR sampling)."""
+    result = await ctx.sample("What is the capital of France?", max_tokens=100,
+                              key="capital_question")
+    return f"Sampling result: {_text_of(result) or 'no response'}"
+
+
+@server.tool
+async def test_input_required_result_list_roots(ctx: Context) -> str:
+    """Lists the client's roots (MRTR roots/list)."""
+    roots = await ctx.list_roots(key="roots_request")
+    return f"Found {len(roots)} root(s)"
+
+
+@server.tool
+async def test_input_required_result_request_state(ctx: Context) -> str:
+    """Asks for a confirmation; the answer travels back in the sealed requestState."""
+    answer = await ctx.elicit("Please confirm", OK_SCHEMA, key="confirm")
+    ok = (answer.content or {}).get("ok") is True
+    return "state-ok: requestState validated" if ok else "state-ok: not confirmed"
+
+
+@server.tool
+async def test_input_required_result_multiple_inputs(ctx: Context) -> str:
+    """Asks for a name, an LLM greeting and the roots in one round."""
+    got = await ctx.request_inputs({
+        "user_name": ("elicitation/create", {"mode": "form", "message": "What is your name?",
+                                             "requestedSchema": NAME_SCHEMA}),
+        "greeting": ("sampling/createMessage", {"messages": [{"role": "user", "content": {
+            "type": "text", "text": "Generate a greeting"}}], "maxTokens": 50}),
+        "client_roots": ("roots/list", {}),
+    })
+    name = (got["user_name"].get("content") or {}).get("name", "stranger")
+    roots = got["client_roots"].get("roots") or []
+    return f"Name: {name}; Greeting: {_text_of(got['greeting']) or 'Hello there!'}; " \
+        f"Roots: {len(roots)}"
+
+
+@server.tool
+async def test_input_required_result_multi_round(ctx: Context) -> str:
+    """Two rounds: a name, then a favourite colour."""
+    first = await ctx.elicit("Step 1: What is your name?", NAME_SCHEMA, key="step1")
+    second = await ctx.elicit(
+        "Step 2: What is your favorite color?",
+        {"type": "object", "properties": {"color": {"type": "string"}}, "required": ["color"]},
+        key="step2",
+    )
+    name = (first.content or {}).get("name", "friend")
+    return f"Multi-round complete for {name} who likes {(second.content or {}).get('color')}"
+
+
+@server.tool
+async def test_input_required_result_tampered_state(ctx: Context) -> str:
+    """Asks for a confirmation; a tampered requestState is refused with -32602."""
+    await ctx.elicit("Please confirm", OK_SCHEMA, key="confirm")
+    return "integrity-ok: state verified"
+
+
+@server.tool
+async def test_input_required_result_capabilities(ctx: Context) -> str:
+    """Asks only for the kinds of input this request's client capabilities allow."""
+    caps = ctx.client_capabilities
+    wanted: dict[str, tuple[str, dict[str, Any] | None]] = {}
+    if "elicitation" in caps:
+        wanted["elicit_input"] = ("elicitation/create", {
+            "mode": "form", "message": "Elicitation input", "requestedSchema": {
+                "type": "object", "properties": {"value": {"type": "string"}},
+                "required": ["value"]}})
+    if "sampling" in caps:
+        wanted["sample_input"] = ("sampling/createMessage", {"messages": [{
+            "role": "user", "content": {"type": "text", "text": "Sample request"}}],
+            "maxTokens": 50})
+    if not wanted:
+        return "No supported capabilities declared"
+    got = await ctx.request_inputs(wanted)
+    return f"capabilities-ok: received {','.join(got)}"
+
+
+@server.tool
+async def test_streaming_elicitation(ctx: Context) -> str:
+    """Streams a progress notification, then answers (never a request on the stream)."""
+    await ctx.report_progress(50, 100, "halfway")
+    return "Streaming complete"
+
+
+@server.tool
+async def test_logging_tool(ctx: Context) -> str:
+    """Logs only when the request asked for logs (2026-07-28: _meta logLevel)."""
+    await ctx.info("Diagnostic trace logging activated")
+    return "Logging evaluated"
+
+
+@server.tool
+async def test_trigger_tool_change() -> str:
+    """Announces a change of the tool list (to listen streams and sessions)."""
+    server.notify_list_changed("tools")
+    return "Mutation triggered"
+
+
+@server.tool
+async def test_trigger_prompt_change() -> str:
+    """Announces a change of the prompt list (to listen streams and sessions)."""
+    server.notify_list_changed("prompts")
+    return "Mutation triggered"
+
+
 # ---------------------------------------------------------------- resources
 
 server.add_resource(
@@ -410,6 +546,18 @@ async def test_prompt_with_embedded_resource(resourceUri: str) -> list[Any]:
 async def test_prompt_with_image() -> list[Any]:
     """A prompt that includes image content."""
     return [Image(PNG, "image/png"), "Please analyze the image above."]
+
+
+@server.prompt(title="Prompt needing input")
+async def test_input_required_result_prompt(ctx: Context) -> str:
+    """Asks the user for context before rendering (MRTR in prompts/get)."""
+    answer = await ctx.elicit(
+        "What context should the prompt use?",
+        {"type": "object", "properties": {"context": {"type": "string"}},
+         "required": ["context"]},
+        key="user_context",
+    )
+    return f"Prompt with context: {(answer.content or {}).get('context', '')}"
 
 
 @server.completion(prompt="test_prompt_with_arguments", argument="arg1")

@@ -25,6 +25,7 @@ from typing import Any
 
 from . import compat
 from .errors import (
+    RESOURCE_NOT_FOUND,
     CapabilityNotSupported,
     InvalidParams,
     InvalidRequest,
@@ -61,7 +62,15 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
-from .versions import LATEST_STATEFUL, REVISIONS, STATEFUL_VERSIONS, Revision, negotiate
+from .stateless import REMOVED_IN_STATELESS, RequestMeta, is_modern, read_meta, stamp
+from .versions import (
+    LATEST_STATEFUL,
+    REVISIONS,
+    STATEFUL_VERSIONS,
+    STATELESS_VERSIONS,
+    Revision,
+    negotiate,
+)
 
 # ---------------------------------------------------------------------------- events
 
@@ -71,6 +80,7 @@ class RequestReceived:
     id: RequestId
     method: str
     params: JSONObject
+    meta: RequestMeta | None = None  # set for a modern (2026-07-28) request
 
 
 @dataclass(slots=True)
@@ -167,6 +177,7 @@ class _Inbound:
     progress_token: str | int | None
     last_progress: float | None = None
     batch: _Batch | None = None
+    meta: RequestMeta | None = None  # a modern (stateless) request's own metadata
 
 
 @dataclass(slots=True)
@@ -198,17 +209,21 @@ class Connection:
 
     __slots__ = (
         "_inbound",
+        "_info_cache",
         "_latest",
         "_lines",
         "_next_id",
         "_outbound",
         "_outbox",
         "_progress_tokens",
+        "cache_scope",
+        "cache_ttl_ms",
         "capabilities",
         "info",
         "instructions",
         "lifecycle",
         "log_level",
+        "modern_versions",
         "peer_capabilities",
         "peer_info",
         "peer_instructions",
@@ -245,6 +260,10 @@ class Connection:
         self._progress_tokens: dict[str | int, RequestId] = {}
         self._next_id = 0
         self._latest = max(versions)
+        self.modern_versions: tuple[str, ...] = STATELESS_VERSIONS  # served per request
+        self.cache_ttl_ms = 0  # caching hints on modern list/read/discover results
+        self.cache_scope = "private"
+        self._info_cache: dict[str, JSONObject] = {}
 
     # ------------------------------------------------------------------ state
 
@@ -440,6 +459,9 @@ class Connection:
             )
             return
         params = req.params if req.params is not None else {}
+        if self.role is Role.SERVER and is_modern(params):
+            self._on_modern_request(rid, method, params, events, batch)
+            return
         lc = self.lifecycle
         if not lc.peer_may_request(method):
             if method == "initialize":
@@ -518,6 +540,55 @@ class Connection:
             self.send_result(rid, {})
             return
         events.append(RequestReceived(rid, method, params))
+
+    def _on_modern_request(
+        self,
+        rid: RequestId,
+        method: str,
+        params: JSONObject,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        """A stateless (2026-07-28) request: judged on its own ``_meta``, whatever the
+        connection's handshake state."""
+        try:
+            meta = read_meta(params, self.modern_versions)
+        except ProtocolError as exc:
+            self._answer_error(rid, exc, batch, events)
+            return
+        assert meta is not None
+        rev = meta.revision
+        if method in REMOVED_IN_STATELESS or method not in rev.client_requests:
+            self._answer_error(rid, _method_not_found(method, rev), batch, events)
+            return
+        cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+        if cap is not None and not has_capability(self.capabilities, cap):
+            self._answer_error(
+                rid,
+                MethodNotFound(
+                    f"Method not found: '{method}' is not offered by this server (it does "
+                    f"not declare the '{cap}' capability)."
+                ),
+                batch,
+                events,
+            )
+            return
+        token = params["_meta"].get("progressToken")
+        if token is not None and not is_valid_id(token):
+            token = None
+        self._inbound[rid] = _Inbound(method, token, None, batch, meta)
+        if batch is not None:
+            batch.pending.add(rid)
+        if method == "server/discover":
+            discover: JSONObject = {
+                "supportedVersions": list(self.modern_versions),
+                "capabilities": compat.server_capabilities(self.capabilities, rev),
+            }
+            if self.instructions:
+                discover["instructions"] = self.instructions
+            self.send_result(rid, discover)
+            return
+        events.append(RequestReceived(rid, method, params, meta))
 
     def _on_initialize(self, rid: RequestId, params: JSONObject, events: list[Event]) -> None:
         version = params.get("protocolVersion")
@@ -741,6 +812,9 @@ class Connection:
                 return False
         else:
             rev = self.revision
+            rec = self._inbound.get(related) if related is not None else None
+            if rec is not None and rec.meta is not None:
+                rev = rec.meta.revision
             if rev is None:
                 return False
             if self.role is Role.SERVER:
@@ -761,18 +835,31 @@ class Connection:
         rec = self._inbound.pop(rid, None)
         if rec is None:
             return False
-        rev = self.revision
-        if rev is not None and rev.version != LATEST_STATEFUL:
-            value = compat.result(rec.method, value, rev)
+        meta = rec.meta
+        if meta is not None:
+            value = stamp(rec.method, compat.result(rec.method, value, meta.revision),
+                          self._modern_info(meta.revision), self.cache_ttl_ms, self.cache_scope)
+        else:
+            rev = self.revision
+            if rev is not None and rev.version != LATEST_STATEFUL:
+                value = compat.result(rec.method, value, rev)
         data = encode(result_msg(rid, value))
         self._deliver(rid, rec, data)
         return True
+
+    def _modern_info(self, rev: Revision) -> JSONObject:
+        info = self._info_cache.get(rev.version)
+        if info is None:
+            info = self._info_cache[rev.version] = compat.implementation(self.info, rev)
+        return info
 
     def send_error(self, rid: RequestId, err: ProtocolError) -> bool:
         """Answer inbound request ``rid`` with an error; False if cancelled/answered."""
         rec = self._inbound.pop(rid, None)
         if rec is None:
             return False
+        if rec.meta is not None and err.code == RESOURCE_NOT_FOUND:
+            err = InvalidParams(err.message, err.data)  # -32002 must not be emitted here
         self._deliver(rid, rec, encode(self._error_obj(rid, err.to_error())))
         return True
 
@@ -809,7 +896,7 @@ class Connection:
         params: JSONObject = {"progressToken": rec.progress_token, "progress": progress}
         if total is not None:
             params["total"] = total
-        rev = self.revision
+        rev = rec.meta.revision if rec.meta is not None else self.revision
         if message is not None and rev is not None and rev.has("progress_message"):
             params["message"] = message
         self._outbox.append(
@@ -835,7 +922,13 @@ class Connection:
         """Server: a ``notifications/message``, if logging is declared and the level passes."""
         if level not in LOG_LEVEL_RANK:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
-        if not self.wants_log(level):
+        rec = self._inbound.get(related) if related is not None else None
+        if rec is not None and rec.meta is not None:
+            # modern: only for a request that asked for logs, at its own level
+            threshold = rec.meta.log_level
+            if threshold is None or LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[threshold]:
+                return False
+        elif not self.wants_log(level):
             return False
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:

@@ -99,6 +99,10 @@ FEATURES: Final = {
     "resource_not_found_32002": "resources/read of an unknown URI answers -32002",
     "tool_input_errors": "bad tool arguments are isError results, not JSON-RPC errors",
     "omit_unreadable_id": "an error answering an unreadable id omits `id` (null is invalid)",
+    "stateless": "no handshake: every request carries its version and capabilities in _meta",
+    "result_type": "every result carries resultType (complete | input_required)",
+    "caching": "ttlMs and cacheScope on list/read/discover results",
+    "mrtr": "server->client input travels as InputRequiredResult + retry",
 }
 
 _F_2503 = frozenset(
@@ -165,6 +169,41 @@ REVISIONS: Final[dict[str, Revision]] = {
         server_notifications=_BASE_SERVER_NOTIFICATIONS
         | {"notifications/elicitation/complete", "notifications/tasks/status"},
         features=_F_2511,
+    ),
+    V2026_07_28: Revision(
+        V2026_07_28,
+        stateful=False,
+        batches=False,
+        client_requests=frozenset(
+            {
+                "server/discover",
+                "resources/list",
+                "resources/templates/list",
+                "resources/read",
+                "subscriptions/listen",
+                "prompts/list",
+                "prompts/get",
+                "tools/list",
+                "tools/call",
+                "completion/complete",
+            }
+        ),
+        server_requests=frozenset(),  # server->client requests are MRTR inputRequests
+        client_notifications=frozenset({"notifications/cancelled"}),
+        server_notifications=frozenset(
+            {
+                "notifications/cancelled",
+                "notifications/progress",
+                "notifications/message",
+                "notifications/subscriptions/acknowledged",
+                "notifications/tools/list_changed",
+                "notifications/prompts/list_changed",
+                "notifications/resources/list_changed",
+                "notifications/resources/updated",
+            }
+        ),
+        features=(_F_2511 - {"resource_not_found_32002", "tool_execution", "elicitation_url"})
+        | {"stateless", "result_type", "caching", "mrtr"},
     ),
 }
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
+import secrets
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -23,9 +24,10 @@ from ..protocol.connection import Connection, NotificationReceived, RequestRecei
 from ..protocol.errors import InvalidParams, ResourceNotFound
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
+from ..protocol.stateless import SUBSCRIPTION_ID, open_state, seal_state
 from ..protocol.versions import LATEST_STATEFUL
 from ..session import ByteStream, HandlerResult, Session
-from .context import Context
+from .context import Context, InputRequired
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, check_uri
 from .tools import Tool
@@ -62,6 +64,9 @@ class Server:
         lifespan: Lifespan | None = None,
         page_size: int = 1000,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        state_key: bytes | None = None,
+        cache_ttl_ms: int = 0,
+        cache_scope: str = "private",
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -84,6 +89,10 @@ class Server:
         self._completers: dict[tuple[str, str, str], Completer] = {}
         self._caps_cache: tuple[bool, JSON] | None = None
         self._tools_pages: dict[str | None, JSON] = {}  # serialized tools/list pages
+        self._listeners: dict[tuple[Session, Any], JSON] = {}  # open subscriptions/listen
+        self.state_key = state_key or secrets.token_bytes(32)  # seals MRTR requestState
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
         self._sessions: set[Session] = set()
         self._lifespan = lifespan
         self._lifespan_users = 0
@@ -107,6 +116,7 @@ class Server:
             "prompts/list": self._prompts_list,
             "prompts/get": self._prompts_get,
             "completion/complete": self._complete,
+            "subscriptions/listen": self._listen,
         }
 
     # ------------------------------------------------------------------ registration
@@ -262,14 +272,30 @@ class Server:
     def _list_changed(self, method: str) -> None:
         if method == "notifications/tools/list_changed":
             self._tools_pages.clear()
+        flag = _LISTEN_FLAGS.get(method)
+        for (session, rid), honoured in list(self._listeners.items()):
+            if flag is not None and honoured.get(flag):
+                session.notify(method, {"_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
         for session in list(self._sessions):
             session.notify(method)
 
+    def notify_list_changed(self, kind: str) -> None:
+        """Announce that the ``"tools"``, ``"prompts"`` or ``"resources"`` list changed
+        (registrations announce themselves; use this when the list depends on data)."""
+        if kind not in ("tools", "prompts", "resources"):
+            raise ValueError("kind must be 'tools', 'prompts' or 'resources'")
+        self._list_changed(f"notifications/{kind}/list_changed")
+
     def notify_resource_updated(self, uri: str) -> None:
-        """Tell every session subscribed to ``uri`` that it changed."""
+        """Tell every session subscribed to ``uri`` (and every listen stream watching
+        it) that it changed."""
         for session in list(self._sessions):
             if uri in session.state.get("subscriptions", ()):
                 session.notify("notifications/resources/updated", {"uri": uri})
+        for (session, rid), honoured in list(self._listeners.items()):
+            if uri in honoured.get("resourceSubscriptions", ()):
+                session.notify("notifications/resources/updated",
+                               {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
 
     # ------------------------------------------------------------------ capabilities
 
@@ -292,13 +318,16 @@ class Server:
 
     def connection(self) -> Connection:
         """A fresh protocol connection for one client session."""
-        return Connection(
+        conn = Connection(
             Role.SERVER,
             info=self.info,
             capabilities=self.capabilities(),
             instructions=self.instructions,
             max_message_size=self.max_message_size,
         )
+        conn.cache_ttl_ms = self.cache_ttl_ms
+        conn.cache_scope = self.cache_scope
+        return conn
 
     async def serve(self, stream: ByteStream) -> None:
         """Serve one client over ``stream`` until it closes (lifespan entered around it)."""
@@ -416,9 +445,40 @@ class Server:
         return None
 
     def _context(self, session: Session, event: RequestReceived) -> Context:
-        meta = event.params.get("_meta")
+        params = event.params
+        meta = params.get("_meta")
+        if event.meta is None:
+            return Context(self, session, event.id, event.method,
+                           meta if isinstance(meta, dict) else None)
+        answers: dict[str, Any] = {}
+        if "requestState" in params:
+            answers = open_state(self.state_key, event.method, params, params["requestState"])
+        responses = params.get("inputResponses")
+        if responses is not None:
+            if not isinstance(responses, dict):
+                raise InvalidParams("Invalid params: 'inputResponses' must be an object "
+                                    "mapping each input key to its result.")
+            answers.update({k: v for k, v in responses.items() if isinstance(v, dict)})
         return Context(self, session, event.id, event.method,
-                       meta if isinstance(meta, dict) else None)
+                       meta if isinstance(meta, dict) else None, event.meta, answers)
+
+    async def _mrtr(self, event: RequestReceived, ctx: Context,
+                    work: Coroutine[Any, Any, JSON]) -> JSON:
+        """Run a stateless handler; if it needs client input, answer ``input_required``
+        with the inputs and a sealed ``requestState`` carrying the answers so far."""
+        try:
+            return await work
+        except InputRequired as need:
+            return {
+                "resultType": "input_required",
+                "inputRequests": need.requests,
+                "requestState": seal_state(self.state_key, event.method, event.params,
+                                           ctx._answers),
+            }
+
+    def _maybe_mrtr(self, event: RequestReceived, ctx: Context,
+                    work: Coroutine[Any, Any, JSON]) -> HandlerResult:
+        return work if event.meta is None else self._mrtr(event, ctx, work)
 
     def _page(self, event: RequestReceived, items: list[JSON], key: str) -> JSON:
         cursor = event.params.get("cursor")
@@ -474,7 +534,8 @@ class Server:
             if rev is not None and not rev.has("tool_input_errors"):
                 raise InvalidParams(invalid["content"][0]["text"])
             return invalid
-        return tool.call(arguments, self._context(session, event))
+        ctx = self._context(session, event)
+        return self._maybe_mrtr(event, ctx, tool.call(arguments, ctx))
 
     def _resources_list(self, session: Session, event: RequestReceived) -> JSON:
         items = [r.definition() for r in self._resources.values()]
@@ -489,16 +550,41 @@ class Server:
         ctx = self._context(session, event)
         resource = self._resources.get(uri)
         if resource is not None:
-            return _read_static(resource, ctx)
+            return self._maybe_mrtr(event, ctx, _read_static(resource, ctx))
         for template in self._templates.values():
             values = template.match(uri)
             if values is not None:
-                return _read_template(template, uri, values, ctx)
+                return self._maybe_mrtr(event, ctx, _read_template(template, uri, values, ctx))
         raise ResourceNotFound(
             f"Resource not found: {uri[:200]}. Call resources/list and "
             "resources/templates/list to see what this server offers.",
             {"uri": uri},
         )
+
+    def _listen(self, session: Session, event: RequestReceived) -> HandlerResult:
+        """``subscriptions/listen`` (2026-07-28): acknowledge, then stream the change
+        notifications the client asked for until it ends the request."""
+        wanted = event.params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise InvalidParams("Invalid params: subscriptions/listen needs 'notifications' "
+                                "(an object of the notification kinds to receive).")
+        honoured: JSON = {k: True for k in _LISTEN_FLAGS.values() if wanted.get(k) is True}
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and uris:
+            honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
+        return self._run_listen(session, event.id, honoured)
+
+    async def _run_listen(self, session: Session, rid: Any, honoured: JSON) -> JSON:
+        key = (session, rid)
+        self._listeners[key] = honoured
+        try:
+            session.notify("notifications/subscriptions/acknowledged",
+                           {"_meta": {SUBSCRIPTION_ID: rid}, "notifications": honoured},
+                           related=rid)
+            await anyio.sleep_forever()
+            return {}  # pragma: no cover - only ends by cancellation
+        finally:
+            self._listeners.pop(key, None)
 
     def _subscribe(self, session: Session, event: RequestReceived) -> JSON:
         uri = check_uri(event.params.get("uri"))
@@ -525,7 +611,8 @@ class Server:
                 f"Unknown prompt: '{name[:100]}'. Available prompts: {available}."
             )
         args = prompt.check(event.params.get("arguments"))
-        return prompt.render(args, self._context(session, event))
+        ctx = self._context(session, event)
+        return self._maybe_mrtr(event, ctx, prompt.render(args, ctx))
 
     def _complete(self, session: Session, event: RequestReceived) -> HandlerResult:
         params = event.params
@@ -588,6 +675,13 @@ async def _complete(completer: Completer, value: str, context: dict[str, Any]) -
             "hasMore": len(values) > 100,
         }
     }
+
+
+_LISTEN_FLAGS = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
 
 
 def _encode_cursor(offset: int) -> str:

@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..protocol.errors import CapabilityNotSupported
+from ..protocol.errors import CapabilityNotSupported, InternalError, MissingClientCapability
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.methods import has_capability
+from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
 
@@ -36,7 +37,8 @@ class Context:
     """Per-request context: revision, client info/capabilities, progress, logging, and
     server->client requests."""
 
-    __slots__ = ("_session", "meta", "method", "request_id", "server")
+    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "modern", "request_id",
+                 "server")
 
     def __init__(
         self,
@@ -45,18 +47,25 @@ class Context:
         request_id: RequestId,
         method: str,
         meta: JSONObject | None,
+        modern: RequestMeta | None = None,
+        answers: dict[str, Any] | None = None,
     ) -> None:
         self.server = server
         self._session = session
         self.request_id = request_id
         self.method = method
         self.meta = meta or {}
+        self.modern = modern  # set for a stateless (2026-07-28) request
+        self._answers = answers or {}  # MRTR: inputs the client already provided
+        self._asked = 0
 
     # ------------------------------------------------------------------ who is asking
 
     @property
     def revision(self) -> Revision:
         """The protocol revision of this request."""
+        if self.modern is not None:
+            return self.modern.revision
         rev = self._session.conn.revision
         assert rev is not None
         return rev
@@ -67,10 +76,14 @@ class Context:
 
     @property
     def client_capabilities(self) -> JSONObject:
+        if self.modern is not None:
+            return self.modern.client_capabilities
         return self._session.conn.peer_capabilities
 
     @property
     def client_info(self) -> JSONObject:
+        if self.modern is not None:
+            return self.modern.client_info
         return self._session.conn.peer_info
 
     @property
@@ -79,7 +92,10 @@ class Context:
 
     @property
     def log_level(self) -> str | None:
-        """The level the client set with ``logging/setLevel`` (None: not set)."""
+        """The level the client set with ``logging/setLevel`` or, in 2026-07-28, this
+        request's ``_meta`` log level (None: not set)."""
+        if self.modern is not None:
+            return self.modern.log_level
         return self._session.conn.log_level
 
     @property
@@ -123,9 +139,75 @@ class Context:
 
     def _require(self, path: str, what: str) -> None:
         if not has_capability(self.client_capabilities, path):
-            raise CapabilityNotSupported(
-                f"the client did not declare the '{path}' capability, so it cannot {what}"
+            self._missing(path, f"the client did not declare the '{path}' capability, so it "
+                                f"cannot {what}")
+
+    def _missing(self, path: str, message: str) -> None:
+        if self.modern is not None:  # 2026-07-28: a protocol error naming what is missing
+            top, _, rest = path.partition(".")
+            needed: JSONObject = {top: {rest: {}} if rest else {}}
+            raise MissingClientCapability(
+                f"Missing required client capability: {message}. Declare it in "
+                "_meta clientCapabilities and retry.",
+                {"requiredCapabilities": needed},
             )
+        raise CapabilityNotSupported(message)
+
+    def require_capability(self, path: str) -> None:
+        """Fail unless the client declared ``path`` (e.g. ``"sampling"``): -32021 in
+        2026-07-28, ``CapabilityNotSupported`` (an ``isError`` result) before."""
+        self._require(path, f"use '{path}'")
+
+    async def _ask(self, method: str, params: JSONObject | None, timeout: float | None,
+                   key: str | None = None) -> JSONObject:
+        """A server->client request: on the session (stateful), or an MRTR input request
+        (stateless: the handler is re-run when the client retries with the answer)."""
+        if self.modern is None:
+            return await self._session.request(method, params, timeout=timeout,
+                                               related=self.request_id)
+        answers = await self.request_inputs(
+            {key or self._next_key(method): (method, params)}, timeout=timeout)
+        return answers.popitem()[1]
+
+    def _next_key(self, method: str) -> str:
+        self._asked += 1
+        return f"{method.split('/')[0]}-{self._asked}"
+
+    async def request_inputs(
+        self,
+        requests: dict[str, tuple[str, JSONObject | None]],
+        *,
+        timeout: float | None = 600.0,
+    ) -> dict[str, JSONObject]:
+        """Ask the client for several inputs at once: ``{key: (method, params)}`` with
+        ``method`` one of ``elicitation/create``, ``sampling/createMessage``,
+        ``roots/list``. Returns ``{key: result}``.
+
+        In 2026-07-28 this is one ``InputRequiredResult`` listing every missing input (the
+        handler runs again when the client retries with the answers); before, the
+        requests are sent to the client one after another.
+        """
+        if self.modern is None:
+            return {key: await self._session.request(method, params, timeout=timeout,
+                                                     related=self.request_id)
+                    for key, (method, params) in requests.items()}
+        if self.method not in MRTR_METHODS:
+            raise InternalError(
+                f"a '{self.method}' request cannot ask the client for input (only tools/call, "
+                "prompts/get and resources/read can)"
+            )
+        answers: dict[str, JSONObject] = {}
+        missing: dict[str, JSONObject] = {}
+        for key, (method, params) in requests.items():
+            answer = self._answers.get(key)
+            if isinstance(answer, dict):
+                answers[key] = answer
+            else:
+                missing[key] = {"method": method, "params": params if params is not None
+                                else {}}
+        if missing:
+            raise InputRequired(missing)
+        return answers
 
     async def sample(
         self,
@@ -141,6 +223,7 @@ class Context:
         tool_choice: JSONObject | None = None,
         metadata: JSONObject | None = None,
         timeout: float | None = 300.0,
+        key: str | None = None,
     ) -> JSONObject:
         """Ask the client's LLM for a completion (``sampling/createMessage``).
 
@@ -180,9 +263,7 @@ class Context:
             params["modelPreferences"] = model_preferences
         if metadata is not None:
             params["metadata"] = metadata
-        return await self._session.request(
-            "sampling/createMessage", params, timeout=timeout, related=self.request_id
-        )
+        return await self._ask("sampling/createMessage", params, timeout, key)
 
     async def elicit(
         self,
@@ -190,6 +271,7 @@ class Context:
         schema: JSONObject,
         *,
         timeout: float | None = 600.0,
+        key: str | None = None,
     ) -> ElicitResult:
         """Ask the user for structured input (form mode) with a flat ``requestedSchema``.
 
@@ -197,11 +279,10 @@ class Context:
         """
         caps = self.client_capabilities.get("elicitation")
         if not isinstance(caps, dict):
-            raise CapabilityNotSupported(
-                "the client did not declare the 'elicitation' capability, so it cannot elicit"
-            )
-        if caps and "form" not in caps:
-            raise CapabilityNotSupported("the client supports only URL-mode elicitation")
+            self._missing("elicitation", "the client did not declare the 'elicitation' "
+                                         "capability, so it cannot elicit")
+        elif caps and "form" not in caps:
+            self._missing("elicitation.form", "the client supports only URL-mode elicitation")
         rev = self.revision
         if rev.has("elicitation") and not rev.has("elicitation_url"):
             # Before 2025-11-25 (SEP-1330 came with URL mode) a field is a primitive or a
@@ -214,38 +295,47 @@ class Context:
                         f"protocol revision {rev.version} cannot express (it needs 2025-11-25)"
                     )
         params: JSONObject = {"message": message, "requestedSchema": schema}
-        if self.revision.has("elicitation_url"):
+        if self.revision.has("elicitation_url") or self.modern is not None:
             params = {"mode": "form", **params}
-        res = await self._session.request(
-            "elicitation/create", params, timeout=timeout, related=self.request_id
-        )
+        res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
 
     async def elicit_url(
-        self, message: str, url: str, elicitation_id: str, *, timeout: float | None = 600.0
+        self, message: str, url: str, elicitation_id: str, *, timeout: float | None = 600.0,
+        key: str | None = None,
     ) -> ElicitResult:
         """Send the user to ``url`` (URL mode), e.g. for credentials or payment.
 
         ``accept`` only means the user agreed to open the link, not that the flow is done.
         """
         caps = self.client_capabilities.get("elicitation")
-        if not self.revision.has("elicitation_url") or not isinstance(caps, dict) or (
-            "url" not in caps
-        ):
-            raise CapabilityNotSupported("the client did not declare URL-mode elicitation")
-        params = {"mode": "url", "message": message, "url": url, "elicitationId": elicitation_id}
-        res = await self._session.request(
-            "elicitation/create", params, timeout=timeout, related=self.request_id
-        )
+        modern = self.modern is not None
+        if not (modern or self.revision.has("elicitation_url")) or not isinstance(
+            caps, dict
+        ) or "url" not in caps:
+            self._missing("elicitation.url", "the client did not declare URL-mode elicitation")
+        params = {"mode": "url", "message": message, "url": url}
+        if not modern:  # elicitationId (and elicitation/complete) are gone in 2026-07-28
+            params["elicitationId"] = elicitation_id
+        res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
 
-    async def list_roots(self, *, timeout: float | None = 60.0) -> list[JSONObject]:
+    async def list_roots(self, *, timeout: float | None = 60.0, key: str | None = None
+                         ) -> list[JSONObject]:
         """The client's roots (``roots/list``)."""
         self._require("roots", "list roots")
-        res = await self._session.request("roots/list", None, timeout=timeout,
-                                          related=self.request_id)
+        res = await self._ask("roots/list", None, timeout, key)
         roots = res.get("roots")
         return roots if isinstance(roots, list) else []
+
+
+class InputRequired(Exception):
+    """Raised inside a stateless handler that needs client input it does not have yet;
+    the server answers with an ``InputRequiredResult`` and re-runs the handler on retry."""
+
+    def __init__(self, requests: dict[str, JSONObject]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests
 
 
 def _elicit_result(res: JSONObject) -> ElicitResult:

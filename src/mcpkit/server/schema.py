@@ -186,9 +186,9 @@ class Signature:
 
     def convert(self, arguments: JSON) -> JSON:
         """Turn validated JSON arguments into the Python values the function expects."""
+        out = dict(arguments)  # never the caller's dict: the context is added to it
         if not self.adapters:
-            return arguments
-        out = dict(arguments)
+            return out
         for name, adapter in self.adapters.items():
             if name in out:
                 out[name] = adapter.validate_python(out[name])

@@ -16,9 +16,15 @@ from typing import Any
 
 import anyio.to_thread
 
-from ..protocol.errors import CapabilityNotSupported, RemoteError, RequestTimeout, ToolError
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    ProtocolError,
+    RemoteError,
+    RequestTimeout,
+    ToolError,
+)
 from .content import is_content, summarise, to_blocks, to_json_text
-from .context import Context
+from .context import Context, InputRequired
 from .schema import Signature, output_schema, parse_docstring
 from .validation import SchemaValidator
 
@@ -145,6 +151,8 @@ class Tool:
                 value = await self.fn(**kwargs)
             else:
                 value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+        except (InputRequired, ProtocolError):
+            raise  # MRTR input request / a protocol error such as -32021: not tool failures
         except ToolError as exc:
             return error_result(str(exc) or f"The tool '{self.name}' failed.")
         except CapabilityNotSupported as exc:  # mcpkit's own words about this session

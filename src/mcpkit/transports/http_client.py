@@ -70,6 +70,7 @@ class HttpClientStream:
         self._legacy_tried = False
         self._get_started = False
         self._get_ready = anyio.Event()  # the GET stream connected (or was refused)
+        self._reinit_lock = anyio.Lock()  # after a 404: one new session, not one per request
         self._closed = False
 
     # ------------------------------------------------------------------ ByteStream
@@ -110,7 +111,6 @@ class HttpClientStream:
                 await self.http.aclose()
         self._send.close()
         self._receive.close()
-        self._receive.close()  # (left open, it warns "Unclosed" when collected)
 
     # ------------------------------------------------------------------ internals
 
@@ -162,11 +162,15 @@ class HttpClientStream:
             self._init_message = msg
             self.session_id = None
         request_id = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
-        async with self.http.stream("POST", self.url, content=line, headers=self._headers(),
+        headers = self._headers()
+        sent_sid = headers.get("mcp-session-id")
+        async with self.http.stream("POST", self.url, content=line, headers=headers,
                                     auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
-            if resp.status_code == 404 and self.session_id and retry_on_404 and not is_init:
+            if resp.status_code == 404 and sent_sid and retry_on_404 and not is_init:
                 await resp.aread()
-                await self._reinitialize()
+                async with self._reinit_lock:
+                    if self.session_id == sent_sid:  # not yet replaced by a concurrent 404
+                        await self._reinitialize()
                 await self._post(line, msg, retry_on_404=False)
                 return
             if resp.status_code == 202:
@@ -298,22 +302,30 @@ class HttpClientStream:
             await self._fail(msg, f"HTTP {resp.status_code} from the server: {detail}")
 
     async def _reinitialize(self) -> None:
-        """The server forgot our session (404): start a new one with the same parameters."""
+        """The server forgot our session (404): start a new one with the same parameters.
+
+        Runs under ``_reinit_lock``. The new id is adopted only once the session is set
+        up (initialized, its GET stream open, as after the first handshake): requests
+        sent meanwhile still carry the old id, get 404 and wait for the lock."""
         assert self._init_message is not None
-        self.session_id = None
         msg = {**self._init_message, "id": _REINIT_ID}
-        resp = await self.http.post(self.url, content=orjson.dumps(msg), headers=self._headers(),
+        headers = self._headers()
+        headers.pop("mcp-session-id", None)
+        resp = await self.http.post(self.url, content=orjson.dumps(msg), headers=headers,
                                     auth=self.auth or httpx.USE_CLIENT_DEFAULT)
         sid = resp.headers.get("mcp-session-id")
         if resp.status_code != 200 or not sid:
             raise httpx.HTTPStatusError("re-initialize failed", request=resp.request,
                                         response=resp)
-        self.session_id = sid
         note = orjson.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"})
-        await self.http.post(self.url, content=note, headers=self._headers(),
+        await self.http.post(self.url, content=note, headers={**headers, "mcp-session-id": sid},
                              auth=self.auth or httpx.USE_CLIENT_DEFAULT)
+        self.session_id = sid
         self._get_started = False
+        self._get_ready = anyio.Event()
         self._start_get_stream()
+        with anyio.move_on_after(5):
+            await self._get_ready.wait()
 
     def _start_get_stream(self) -> None:
         if self.open_get_stream and not self._get_started and self.session_id:

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import secrets
+import threading
 import time
 from collections.abc import Awaitable, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
@@ -29,11 +30,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
+import anyio.lowlevel
 import orjson
 
 from ..protocol.connection import Connection, Outgoing, RequestReceived
+from ..protocol.errors import ProtocolError
 from ..protocol.jsonrpc import RequestId, is_valid_id
 from ..protocol.sse import encode_event
+from ..protocol.stateless import PROTOCOL_VERSION, is_modern, read_meta
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, RequestHandler, Session
 from ..storage.events import EventStore, MemoryEventStore
@@ -172,6 +176,8 @@ class HttpSession(Session):
         super().__init__(conn, _NoStream(), on_request=on_request,
                          on_notification=on_notification)
         self._asyncio_loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()  # notify() from other threads hops here
+        self._loop_token = anyio.lowlevel.current_token()
         self.session_id = session_id
         self.store = store
         self.streams: dict[RequestId, _Stream] = {}
@@ -270,6 +276,64 @@ async def _respond(send: Send, status: int, body: bytes = b"",
     hdrs.append((b"content-length", str(len(body)).encode()))
     await send({"type": "http.response.start", "status": status, "headers": hdrs})
     await send({"type": "http.response.body", "body": body})
+
+
+def _decode_header(value: str) -> str:
+    """A header value, with the ``=?base64?…?=`` form for non-ASCII values decoded."""
+    if value.startswith("=?base64?") and value.endswith("?="):
+        import base64
+
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return "\x00invalid"
+    return value
+
+
+def _header_mismatch(obj: dict[str, Any], params: dict[str, Any],
+                     headers: dict[str, str]) -> str | None:
+    """Why the routing headers disagree with the body, or None."""
+    version = params["_meta"].get(PROTOCOL_VERSION)
+    got = headers.get("mcp-protocol-version")
+    if got is None:
+        return "the MCP-Protocol-Version header is missing"
+    if got != version:
+        return f"MCP-Protocol-Version {got[:40]!r} differs from the body's {str(version)[:40]!r}"
+    method = obj.get("method")
+    got = headers.get("mcp-method")
+    if got is None:
+        return "the Mcp-Method header is missing"
+    if got != method:
+        return f"Mcp-Method {got[:60]!r} differs from the body's {str(method)[:60]!r}"
+    name_key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(
+        str(method))
+    if name_key is not None:
+        got = headers.get("mcp-name")
+        if got is None:
+            return "the Mcp-Name header is missing"
+        if _decode_header(got) != params.get(name_key):
+            return f"Mcp-Name {got[:60]!r} differs from the body's {name_key}"
+    return None
+
+
+def _error_with_id(rid: Any, exc: ProtocolError) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "error": exc.to_error()}
+    if is_valid_id(rid):
+        body["id"] = rid
+    return orjson.dumps(body)
+
+
+def _modern_status(data: bytes) -> int:
+    """The HTTP status of a stateless answer: 404 for -32601, 400 for request errors."""
+    if b'"error"' not in data:
+        return 200
+    try:
+        code = orjson.loads(data)["error"]["code"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return 200
+    if code == -32601:
+        return 404
+    return 400 if code in (-32600, -32020, -32021, -32022, -32700) else 200
 
 
 class _Refused(Exception):
@@ -537,6 +601,14 @@ class StreamableHTTPApp:
             raise _Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
                            code=-32700) from None
         messages = obj if isinstance(obj, list) else [obj]
+        if isinstance(obj, dict) and (
+            is_modern(obj.get("params")) or (
+                "mcp-session-id" not in headers and obj.get("method") != "initialize")
+        ):
+            # 2026-07-28: self-describing requests (and any session-less request, which
+            # is judged by the modern rules: missing _meta -> -32602)
+            await self._post_modern(obj, headers, send, receive)
+            return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if is_init:
             if isinstance(obj, list):
@@ -581,6 +653,88 @@ class StreamableHTTPApp:
             await self._answer(stream, mode, send, receive)
         finally:
             self.in_flight -= 1
+
+    # ------------------------------------------------------------------ 2026-07-28
+
+    async def _post_modern(self, obj: dict[str, Any], headers: dict[str, str], send: Send,
+                           receive: Receive) -> None:
+        """A stateless request: no session; headers must match the body; errors get their
+        HTTP status; closing the response stream cancels the handler."""
+        params = obj.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        rid = obj.get("id")
+        try:
+            read_meta(params, None)  # missing/partial _meta: -32602 (HTTP 400)
+        except ProtocolError as exc:
+            await _respond(send, 400, _error_with_id(rid, exc))
+            return
+        mismatch = _header_mismatch(obj, params, headers)
+        if mismatch:
+            body: dict[str, Any] = {"jsonrpc": "2.0", "error": {
+                "code": -32020, "message": f"Header mismatch: {mismatch}. Send the MCP-Protocol-"
+                "Version, Mcp-Method and Mcp-Name headers with the same values as the body."}}
+            if is_valid_id(rid):
+                body["id"] = rid
+            await _respond(send, 400, orjson.dumps(body))
+            return
+        try:
+            read_meta(params)  # a version this server does not serve: -32022 (HTTP 400)
+        except ProtocolError as exc:
+            await _respond(send, 400, _error_with_id(rid, exc))
+            return
+        session = HttpSession(self.new_connection(), "", self.config.event_store,
+                              on_request=self.on_request, on_notification=self.on_notification)
+        if not is_valid_id(rid):
+            direct = session.feed(obj)
+            await _respond(send, 400 if direct else 202, direct[0] if direct else b"")
+            return
+        assert isinstance(rid, str | int)
+        stream = _Stream(session, "m")
+        session.streams[rid] = stream
+        session.feed(obj)
+        self.in_flight += 1
+        try:
+            data, final = await stream.first()
+            if final and self.config.response_mode != "sse":
+                await _respond(send, _modern_status(data), data)
+                return
+            await self._sse_modern(stream, send, receive)
+        finally:
+            self.in_flight -= 1
+            session.close()  # ends the handler if the client went away first
+
+    async def _sse_modern(self, stream: _Stream, send: Send, receive: Receive) -> None:
+        await send({"type": "http.response.start", "status": 200, "headers": [
+            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+            (b"x-accel-buffering", b"no")]})
+        gone = anyio.Event()
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            stream.wakeup.set()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(watch)
+            try:
+                done = False
+                while not done and not gone.is_set() and not stream.closed:
+                    while not stream.queue and not gone.is_set() and not stream.closed:
+                        await stream.wakeup.wait()
+                        stream.wakeup = anyio.Event()
+                    batch, stream.queue = stream.queue, []
+                    for data, final in batch:
+                        await send({"type": "http.response.body", "body": encode_event(data),
+                                    "more_body": True})
+                        done = done or final
+                if not gone.is_set():
+                    await send({"type": "http.response.body", "body": b"", "more_body": False})
+            except OSError:
+                pass
+            finally:
+                tg.cancel_scope.cancel()
 
     async def _initialize(self, obj: Any, send: Send) -> None:
         self._expire_idle()

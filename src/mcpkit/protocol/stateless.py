@@ -1,0 +1,179 @@
+"""The stateless revision (2026-07-28): per-request ``_meta``, result stamping, MRTR state.
+
+A request is *modern* when ``params._meta`` names ``io.modelcontextprotocol/protocolVersion``;
+it is then served on its own terms, whatever else happened on the connection. This module
+checks such a request's metadata, stamps results (``resultType``, ``serverInfo``,
+caching hints), and seals/opens ``requestState`` with an HMAC so a client can carry a
+multi-round-trip request's progress without being able to forge it.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import hmac
+import time
+from dataclasses import dataclass
+from typing import Any, Final
+
+import orjson
+
+from .errors import InvalidParams, UnsupportedProtocolVersion
+from .methods import LOG_LEVEL_RANK
+from .versions import REVISIONS, STATELESS_VERSIONS, Revision
+
+PROTOCOL_VERSION: Final = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES: Final = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO: Final = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL: Final = "io.modelcontextprotocol/logLevel"
+SERVER_INFO: Final = "io.modelcontextprotocol/serverInfo"
+SUBSCRIPTION_ID: Final = "io.modelcontextprotocol/subscriptionId"
+
+CACHEABLE: Final = frozenset(
+    {
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "resources/read",
+    }
+)
+MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
+REMOVED_IN_STATELESS: Final = frozenset(
+    {
+        "initialize",
+        "ping",
+        "logging/setLevel",
+        "resources/subscribe",
+        "resources/unsubscribe",
+        "tasks/get",
+        "tasks/result",
+        "tasks/list",
+        "tasks/cancel",
+    }
+)
+
+
+@dataclass(slots=True, frozen=True)
+class RequestMeta:
+    """What a modern request says about itself."""
+
+    revision: Revision
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any]
+    log_level: str | None
+
+
+def is_modern(params: Any) -> bool:
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    return isinstance(meta, dict) and PROTOCOL_VERSION in meta
+
+
+def read_meta(params: dict[str, Any],
+              supported: tuple[str, ...] | None = STATELESS_VERSIONS) -> RequestMeta | None:
+    """Check a modern request's ``_meta``: -32602 for missing or malformed fields, then
+    -32022 for a version we do not serve (with the supported list). With ``supported``
+    None only the fields are checked (and None is returned)."""
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams(
+            "Invalid params: this request has neither a session (Mcp-Session-Id from "
+            f"'initialize') nor 2026-07-28 metadata: send params._meta with "
+            f"'{PROTOCOL_VERSION}' and '{CLIENT_CAPABILITIES}', or start a session with "
+            "'initialize'."
+        )
+    version = meta.get(PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise InvalidParams(
+            f"Invalid params: _meta['{PROTOCOL_VERSION}'] must be a protocol version string."
+        )
+    caps = meta.get(CLIENT_CAPABILITIES)
+    if not isinstance(caps, dict):
+        raise InvalidParams(
+            f"Invalid params: _meta['{CLIENT_CAPABILITIES}'] (an object, may be empty) is "
+            "required on every request of this revision."
+        )
+    if supported is None:
+        return None
+    if version not in supported:
+        raise UnsupportedProtocolVersion(
+            f"Unsupported protocol version {version[:40]!r}; this server supports "
+            f"{', '.join(supported)}. Retry with one of them.",
+            {"supported": list(supported), "requested": version},
+        )
+    info = meta.get(CLIENT_INFO)
+    level = meta.get(LOG_LEVEL)
+    if level is not None and (not isinstance(level, str) or level not in LOG_LEVEL_RANK):
+        raise InvalidParams(f"Invalid params: unknown _meta['{LOG_LEVEL}'] {level!r}.")
+    return RequestMeta(REVISIONS[version], caps, info if isinstance(info, dict) else {}, level)
+
+
+def stamp(method: str, result: dict[str, Any], server_info: dict[str, Any],
+          ttl_ms: int, cache_scope: str) -> dict[str, Any]:
+    """A modern result: ``resultType`` (kept if set), ``serverInfo`` in ``_meta``, and the
+    caching hints on complete results of cacheable methods."""
+    out = dict(result)
+    out.setdefault("resultType", "complete")
+    meta = dict(out.get("_meta") or {})
+    meta[SERVER_INFO] = server_info
+    out["_meta"] = meta
+    if out["resultType"] == "complete" and method in CACHEABLE:
+        out.setdefault("ttlMs", ttl_ms)
+        out.setdefault("cacheScope", cache_scope)
+    return out
+
+
+# ---------------------------------------------------------------------- requestState
+
+
+def params_digest(method: str, params: dict[str, Any]) -> str:
+    """A digest of what identifies a request, without its MRTR/_meta additions."""
+    core = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses",
+                                                          "requestState")}
+    data = orjson.dumps([method, core], option=orjson.OPT_SORT_KEYS)
+    return hashlib.sha256(data).hexdigest()[:32]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode().rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def seal_state(key: bytes, method: str, params: dict[str, Any], answers: dict[str, Any],
+               ttl_s: float = 600.0) -> str:
+    """``requestState`` carrying the answers gathered so far, bound to this request."""
+    body = orjson.dumps({"d": params_digest(method, params), "a": answers,
+                         "x": int(time.time() + ttl_s)})
+    mac = hmac.new(key, body, hashlib.sha256).digest()
+    return f"{_b64(body)}.{_b64(mac)}"
+
+
+def open_state(key: bytes, method: str, params: dict[str, Any], state: Any) -> dict[str, Any]:
+    """The answers sealed in ``state``; ``InvalidParams`` if it was tampered with, expired,
+    or belongs to another request."""
+    bad = InvalidParams(
+        "Invalid params: requestState is not valid for this request (tampered, expired or "
+        "from another request); retry the original request without it."
+    )
+    if not isinstance(state, str) or len(state) > 1_000_000 or "." not in state:
+        raise bad
+    body_b64, _, mac_b64 = state.partition(".")
+    try:
+        body, mac = _unb64(body_b64), _unb64(mac_b64)
+    except (ValueError, TypeError):
+        raise bad from None
+    if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).digest()):
+        raise bad
+    try:
+        data = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        raise bad from None
+    if (not isinstance(data, dict) or data.get("d") != params_digest(method, params)
+            or not isinstance(data.get("x"), int) or data["x"] < time.time()
+            or not isinstance(data.get("a"), dict)):
+        raise bad
+    return dict(data["a"])
