@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import inspect
 import itertools
+import logging
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -31,6 +32,7 @@ from ..protocol.errors import (
     MCPError,
     MethodNotFound,
     ProtocolError,
+    RequestTimeout,
 )
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.lifecycle import Role
@@ -50,6 +52,7 @@ from .handlers import (
 )
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("mcpkit.client")
 MAX_PAGES = 10_000
 
 
@@ -93,7 +96,8 @@ class Client:
     shell-style string) for stdio, or an ``http(s)://`` URL (Streamable HTTP; ``headers``
     and ``auth`` — an ``httpx.Auth`` — apply to every HTTP request).
     Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
-    one), ``on_log(params)``, ``on_notification(method, params)``.
+    one), ``on_log(params)``, ``on_notification(method, params)``. ``ping_interval``:
+    seconds between keep-alive pings; an unanswered ping closes the connection.
     """
 
     def __init__(
@@ -110,6 +114,7 @@ class Client:
         on_log: Callable[[JSONObject], Awaitable[None] | None] | None = None,
         on_notification: Callable[[str, JSONObject], Awaitable[None] | None] | None = None,
         timeout: float = 30.0,
+        ping_interval: float | None = None,
         protocol_version: str | None = None,
         versions: Sequence[str] = STATEFUL_VERSIONS,
         env: dict[str, str] | None = None,
@@ -121,6 +126,7 @@ class Client:
         self.target = target
         self.info: JSONObject = {"name": name, "version": version}
         self.timeout = timeout
+        self.ping_interval = ping_interval  # seconds between keep-alive pings (None: off)
         self._sampling = sampling
         self._sampling_tools = sampling_tools
         self._elicitation = elicitation
@@ -221,6 +227,28 @@ class Client:
         self.server_info = conn.peer_info
         self.server_capabilities = conn.peer_capabilities
         self.instructions = conn.peer_instructions
+        if self.ping_interval:
+            tg.start_soon(self._keepalive, self.ping_interval)
+
+    async def _keepalive(self, interval: float) -> None:
+        """Ping every ``interval`` seconds; a ping that goes unanswered within the request
+        timeout means the server is gone: the connection is closed, so every pending and
+        later call fails with ``ConnectionClosed`` instead of hanging."""
+        while True:
+            await anyio.sleep(interval)
+            session = self._session
+            if session is None or session.closed:
+                return
+            try:
+                await session.request("ping", None, timeout=self.timeout)
+            except RequestTimeout:
+                log.warning("the server did not answer a keep-alive ping within %ss; "
+                            "closing the connection", self.timeout)
+                if self.stream is not None:
+                    await self.stream.aclose()
+                return
+            except MCPError:
+                return
 
     @property
     def session(self) -> Session:
