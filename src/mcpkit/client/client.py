@@ -37,7 +37,14 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
-from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, Revision
+from ..protocol.stateless import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+)
+from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session
 from ..transports.memory import memory_pair
 from ..transports.process import ProcessStream
@@ -54,6 +61,7 @@ from .handlers import (
 M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("mcpkit.client")
 MAX_PAGES = 10_000
+MAX_INPUT_ROUNDS = 16
 
 
 class HandshakeError(MCPError):
@@ -115,6 +123,7 @@ class Client:
         on_notification: Callable[[str, JSONObject], Awaitable[None] | None] | None = None,
         timeout: float = 30.0,
         ping_interval: float | None = None,
+        mode: str = "stateful",
         protocol_version: str | None = None,
         versions: Sequence[str] = STATEFUL_VERSIONS,
         env: dict[str, str] | None = None,
@@ -127,6 +136,11 @@ class Client:
         self.info: JSONObject = {"name": name, "version": version}
         self.timeout = timeout
         self.ping_interval = ping_interval  # seconds between keep-alive pings (None: off)
+        if mode not in ("auto", "stateless", "stateful"):
+            raise ValueError("mode must be 'auto', 'stateless' or 'stateful'")
+        self.mode = mode
+        self.stateless_version: str | None = None  # set when speaking 2026-07-28
+        self._log_level: str | None = None
         self._sampling = sampling
         self._sampling_tools = sampling_tools
         self._elicitation = elicitation
@@ -216,6 +230,11 @@ class Client:
                           on_notification=self._notification)
         self._session = session
         await tg.start(session.run)
+        mode = self.mode
+        if mode == "auto" and self._offer is not None:
+            mode = "stateless" if self._offer in STATELESS_VERSIONS else "stateful"
+        if mode != "stateful" and await self._discover(required=mode == "stateless"):
+            return
         conn.start_handshake(self._offer)
         session._kick()
         with anyio.move_on_after(self.timeout):
@@ -229,6 +248,76 @@ class Client:
         self.instructions = conn.peer_instructions
         if self.ping_interval:
             tg.start_soon(self._keepalive, self.ping_interval)
+
+    async def _discover(self, *, required: bool) -> bool:
+        """Try the stateless revision: ``server/discover``. True when the server speaks it;
+        False (back to ``initialize``) when it does not and ``required`` is off."""
+        session = self.session
+        version = self._offer if self._offer in STATELESS_VERSIONS else STATELESS_VERSIONS[-1]
+        assert version is not None
+        session.conn.use_stateless(version)
+        self.stateless_version = version
+        try:
+            res = await session.request("server/discover", self._with_meta(None),
+                                        timeout=min(self.timeout, 10.0))
+        except MCPError as exc:
+            self.stateless_version = None
+            session.conn.use_stateful()
+            if required:
+                raise HandshakeError(f"the server does not speak {version}: {exc}") from None
+            return False
+        versions = res.get("supportedVersions")
+        if not isinstance(versions, list) or version not in versions:
+            self.stateless_version = None
+            session.conn.use_stateful()
+            if required:
+                raise HandshakeError(f"the server does not list {version} in server/discover")
+            return False
+        caps = res.get("capabilities")
+        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        session.conn.peer_capabilities = self.server_capabilities
+        meta = res.get("_meta")
+        info = meta.get(SERVER_INFO) if isinstance(meta, dict) else None
+        self.server_info = info if isinstance(info, dict) else {}
+        instructions = res.get("instructions")
+        self.instructions = instructions if isinstance(instructions, str) else None
+        return True
+
+    def _modern_capabilities(self) -> JSONObject:
+        caps: JSONObject = {}
+        if self._roots is not None:
+            caps["roots"] = {}
+        if self._sampling is not None:
+            caps["sampling"] = {"tools": {}} if self._sampling_tools else {}
+        if self._elicitation is not None:
+            caps["elicitation"] = {m: {} for m in self._elicitation_modes}
+        return caps
+
+    def _with_meta(self, params: JSONObject | None) -> JSONObject:
+        """``params`` with this client's per-request metadata (stateless revision)."""
+        out = dict(params or {})
+        meta = dict(out.get("_meta") or {})
+        meta[PROTOCOL_VERSION] = self.stateless_version
+        meta[CLIENT_CAPABILITIES] = self._modern_capabilities()
+        meta[CLIENT_INFO] = self.info
+        if self._log_level is not None:
+            meta[LOG_LEVEL] = self._log_level
+        out["_meta"] = meta
+        return out
+
+    async def _answer_input(self, request: Any) -> JSONObject:
+        """Answer one MRTR input request with the application's handlers."""
+        method = request.get("method") if isinstance(request, dict) else None
+        params = request.get("params") if isinstance(request, dict) else None
+        params = params if isinstance(params, dict) else {}
+        if method == "sampling/createMessage" and self._sampling is not None:
+            return await handle_sampling(self._sampling, params, self._sampling_tools)
+        if method == "elicitation/create" and self._elicitation is not None:
+            return await handle_elicitation(self._elicitation, params, self._elicitation_modes)
+        if method == "roots/list" and self._roots is not None:
+            return await self._list_roots()
+        raise CapabilityNotSupported(f"the server asked for {method!r}, which this client "
+                                     "has no handler for")
 
     async def _keepalive(self, interval: float) -> None:
         """Ping every ``interval`` seconds; a ping that goes unanswered within the request
@@ -318,13 +407,33 @@ class Client:
             meta = dict(params.get("_meta") or {})
             meta["progressToken"] = f"p{next(self._progress_ids)}"
             params["_meta"] = meta
-        return await self.session.request(
-            method, params, timeout=self.timeout if timeout is None else timeout,
-            on_progress=on_progress,
-        )
+        wait = self.timeout if timeout is None else timeout
+        if self.stateless_version is None:
+            return await self.session.request(method, params, timeout=wait,
+                                              on_progress=on_progress)
+        base = self._with_meta(params)
+        sent = base
+        for _ in range(MAX_INPUT_ROUNDS):
+            res = await self.session.request(method, sent, timeout=wait, on_progress=on_progress)
+            kind = res.get("resultType", "complete")  # older servers send none: complete
+            if kind == "complete":
+                return res
+            if kind != "input_required":
+                raise InvalidResult(f"{method}: unknown resultType {kind!r}")
+            requests = res.get("inputRequests")
+            answers = {key: await self._answer_input(req)
+                       for key, req in (requests.items() if isinstance(requests, dict) else ())}
+            sent = dict(base)  # a new request (new id) with the original params
+            if answers:
+                sent["inputResponses"] = answers
+            if "requestState" in res:
+                sent["requestState"] = res["requestState"]
+        raise MCPError(f"{method}: the server still needed input after {MAX_INPUT_ROUNDS} "
+                       "rounds; giving up")
 
     async def ping(self) -> None:
-        await self.request("ping")
+        """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""
+        await self.request("server/discover" if self.stateless_version else "ping")
 
     async def _all_pages(self, method: str, key: str, model: type[M]) -> list[M]:
         items: list[M] = []
@@ -444,6 +553,9 @@ class Client:
     async def set_logging_level(self, level: str) -> None:
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+        if self.stateless_version is not None:
+            self._log_level = level  # 2026-07-28: sent in every request's _meta
+            return
         await self.request("logging/setLevel", {"level": level})
 
     def supports(self, capability: str) -> bool:

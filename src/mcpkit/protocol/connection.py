@@ -737,9 +737,10 @@ class Connection:
         the peer did not declare the capability it needs, and ``RuntimeError`` if the
         handshake does not allow it yet.
         """
-        if not self.lifecycle.may_request(method):
-            raise RuntimeError(f"cannot send {method!r} in handshake state {self.state.value}")
         rev = self.revision
+        stateless = self.role is Role.CLIENT and rev is not None and not rev.stateful
+        if not stateless and not self.lifecycle.may_request(method):
+            raise RuntimeError(f"cannot send {method!r} in handshake state {self.state.value}")
         if self.role is Role.SERVER:
             if method != "ping" and (rev is None or method not in rev.server_requests):
                 raise CapabilityNotSupported(
@@ -780,6 +781,16 @@ class Connection:
             self.lifecycle.advance("send:initialize")
         self._outbox.append(Outgoing(encode(request_msg(rid, method, params)), related))
         return rid
+
+    def use_stateless(self, version: str) -> None:
+        """Client: speak the stateless revision ``version`` (no handshake; every request
+        carries ``_meta``, added by the caller); ``peer_capabilities`` come from
+        ``server/discover``."""
+        self.revision = REVISIONS[version]
+
+    def use_stateful(self) -> None:
+        """Client: back to the handshake era (after a probe found a legacy server)."""
+        self.revision = None
 
     def cancel_request(self, rid: RequestId, reason: str | None = None) -> bool:
         """Cancel our pending request ``rid``: notify the peer, ignore any late answer."""

@@ -31,6 +31,7 @@ import orjson
 from anyio.abc import TaskGroup
 
 from ..protocol.sse import SSEParser
+from ..protocol.stateless import PROTOCOL_VERSION
 
 log = logging.getLogger("mcpkit.client.http")
 ACCEPT = "application/json, text/event-stream"
@@ -163,9 +164,21 @@ class HttpClientStream:
             self.session_id = None
         request_id = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
         headers = self._headers()
+        modern = _modern_headers(msg)
+        if modern is not None:  # 2026-07-28: no session; routing headers mirror the body
+            headers.pop("mcp-session-id", None)
+            headers.pop("mcp-protocol-version", None)
+            headers.update(modern)
         sent_sid = headers.get("mcp-session-id")
         async with self.http.stream("POST", self.url, content=line, headers=headers,
                                     auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
+            if modern is not None and resp.status_code >= 400:
+                body = (await resp.aread()).strip()
+                if body.startswith(b"{") and request_id is not None:
+                    await self._on_message(body, False)  # the JSON-RPC error itself
+                else:
+                    await self._fail(msg, f"HTTP {resp.status_code} from the server")
+                return
             if resp.status_code == 404 and sent_sid and retry_on_404 and not is_init:
                 await resp.aread()
                 async with self._reinit_lock:
@@ -368,6 +381,33 @@ def _is_handshake(line: bytes) -> bool:
         return False
     return isinstance(msg, dict) and msg.get("method") in ("initialize",
                                                            "notifications/initialized")
+
+
+def _header_value(value: str) -> str:
+    """A header-safe value: as is when printable ASCII, else ``=?base64?…?=``."""
+    if value.isascii() and value.isprintable() and value.strip() == value:
+        return value
+    import base64
+
+    return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
+
+
+def _modern_headers(msg: Any) -> dict[str, str] | None:
+    """MCP-Protocol-Version / Mcp-Method / Mcp-Name for a 2026-07-28 request, else None."""
+    if not isinstance(msg, dict):
+        return None
+    params = msg.get("params")
+    meta = params.get("_meta") if isinstance(params, dict) else None
+    if not isinstance(meta, dict) or PROTOCOL_VERSION not in meta:
+        return None
+    assert isinstance(params, dict)
+    method = str(msg.get("method", ""))
+    headers = {"mcp-protocol-version": str(meta[PROTOCOL_VERSION]), "mcp-method": method}
+    key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
+    name = params.get(key) if key else None
+    if isinstance(name, str):
+        headers["mcp-name"] = _header_value(name)
+    return headers
 
 
 def _answers(data: bytes, request_id: Any) -> bool:
