@@ -26,7 +26,8 @@ log = logging.getLogger("everything_client")
 
 async def basic(url: str, version: str | None, context: dict[str, Any]) -> None:
     """initialize / tools_call: connect, list tools, call the first one with a=2, b=3."""
-    async with Client(url, name="mcpkit-conformance-client", protocol_version=version) as c:
+    async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
+                      mode="auto") as c:
         if not c.supports("tools"):
             return  # the server offers no tools: the handshake was the whole exchange
         tools = await c.list_tools()
@@ -41,7 +42,7 @@ async def elicitation_defaults(url: str, version: str | None, context: dict[str,
     async def accept(params: dict[str, Any]) -> dict[str, Any]:
         return {"action": "accept", "content": {}}
 
-    async with Client(url, elicitation=accept, protocol_version=version) as c:
+    async with Client(url, elicitation=accept, protocol_version=version, mode="auto") as c:
         names = [t.name for t in await c.list_tools()]
         name = next((n for n in names if "elicitation" in n and "default" in n), None)
         if name is None:
@@ -52,11 +53,38 @@ async def elicitation_defaults(url: str, version: str | None, context: dict[str,
 
 async def sse_retry(url: str, version: str | None, context: dict[str, Any]) -> None:
     """Call a tool whose SSE answer is cut: the client waits `retry`, resumes with GET."""
-    async with Client(url, protocol_version=version) as c:
+    async with Client(url, protocol_version=version, mode="auto") as c:
         tools = await c.list_tools()
         name = tools[0].name if tools else "test_reconnection"
         result = await c.call_tool(name, {})
         log.info("result after reconnection: %s", result.text)
+
+
+async def list_only(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """json-schema-ref-no-deref: list tools; never fetch a network $ref in a schema."""
+    async with Client(url, protocol_version=version, mode="auto") as c:
+        await c.list_tools()
+
+
+async def every_tool(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """request-metadata, request state and header scenarios: call every listed tool
+    (answering any input request), so each request carries _meta and routing headers."""
+
+    async def accept(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {}}
+
+    async def sample(params: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "ok"},
+                "model": "conformance"}
+
+    async with Client(url, protocol_version=version, mode="auto", elicitation=accept,
+                      sampling=sample, roots=["file:///tmp"]) as c:
+        for tool in await c.list_tools():
+            props = (tool.input_schema or {}).get("properties") or {}
+            args = {k: ("x" if (v or {}).get("type") == "string" else 1)
+                    for k, v in props.items()}
+            result = await c.call_tool(tool.name, args)
+            log.info("%s -> %s", tool.name, result.text[:200])
 
 
 SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]]] = {
@@ -66,6 +94,12 @@ SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]
     "elicitation-sep1034-client-defaults": elicitation_defaults,
     "elicitation-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
+    "json-schema-ref-no-deref": list_only,
+    "request-metadata": every_tool,
+    "sep-2322-client-request-state": every_tool,
+    "http-standard-headers": every_tool,
+    "http-custom-headers": every_tool,
+    "http-invalid-tool-headers": every_tool,
 }
 
 
