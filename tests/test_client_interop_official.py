@@ -76,6 +76,7 @@ class Recorder:
     logs: list[dict[str, Any]] = field(default_factory=list)
     notifications: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
+    sampling_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
     def __post_init__(self) -> None:
         self._changed = anyio.Event()
@@ -96,6 +97,8 @@ class Recorder:
 
     async def on_sampling(self, params: dict[str, Any]) -> dict[str, Any]:
         self._record(self.sampling, params)
+        if self.sampling_reply is not None:
+            return self.sampling_reply(params)
         return {
             "role": "assistant",
             "content": {"type": "text", "text": SAMPLED},
@@ -189,6 +192,7 @@ async def session(
         protocol_version=version,
         timeout=20.0,
         cwd=str(ROOT),
+        **options,
     )
     run = Run(client, rec, log)
     try:
@@ -208,7 +212,7 @@ async def session(
     assert run.wire.checker.checked >= min_checked, (
         f"only {run.wire.checker.checked} client messages were validated"
     )
-    assert run.wire.checker.revision == (version or LATEST)
+    assert run.wire.checker.revision == (version or max(options.get("versions", (LATEST,))))
 
 
 def text_of(block: Any) -> str:
@@ -327,6 +331,46 @@ async def test_progress(tmp_path: Path) -> None:
     assert {m["params"]["progressToken"] for m in progress} == {token}
 
 
+async def test_concurrent_progress(tmp_path: Path) -> None:
+    """Concurrent calls, two sharing one callback: each gets its own progress token and
+    every update reaches the callback of the call it belongs to."""
+    own: list[tuple[float, float | None]] = []
+    shared: list[tuple[float, float | None]] = []
+    all_in = anyio.Event()  # 4 + 3 + 2 updates
+
+    def on_own(progress: float, total: float | None, message: str | None) -> None:
+        own.append((progress, total))
+        if len(own) + len(shared) == 9:
+            all_in.set()
+
+    def on_shared(progress: float, total: float | None, message: str | None) -> None:
+        shared.append((progress, total))
+        if len(own) + len(shared) == 9:
+            all_in.set()
+
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, min_checked=5) as run:
+            client = run.client
+            texts: list[str] = []
+
+            async def call(steps: int, cb: Any) -> None:
+                texts.append((await client.call_tool("slow_count", {"steps": steps},
+                                                     on_progress=cb)).text)
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(call, 3, on_shared)
+                tg.start_soon(call, 2, on_shared)
+                tg.start_soon(call, 4, on_own)
+            assert sorted(texts) == ["counted to 2", "counted to 3", "counted to 4"]
+            with anyio.fail_after(5):
+                await all_in.wait()
+    assert own == [(i, 4) for i in range(1, 5)]
+    assert sorted(shared) == sorted([(i, 3) for i in range(1, 4)] + [(1, 2), (2, 2)])
+    assert run.wire is not None
+    tokens = [c["params"]["_meta"]["progressToken"] for c in run.wire.requests("tools/call")]
+    assert len(set(tokens)) == 3
+
+
 async def test_logging(tmp_path: Path) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with session(tmp_path, min_checked=5) as run:
@@ -380,6 +424,53 @@ async def test_sampling(tmp_path: Path) -> None:
     assert answer_msg["result"]["role"] == "assistant"
 
 
+async def test_sampling_with_tools(tmp_path: Path) -> None:
+    """2025-11-25 sampling with tools: tool_use in the answer, tool_result in the retry."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, sampling_tools=True, min_checked=5) as run:
+            rec = run.rec
+
+            def llm(params: dict[str, Any]) -> dict[str, Any]:
+                if len(rec.sampling) == 1:
+                    return {"role": "assistant", "model": "m", "stopReason": "toolUse",
+                            "content": [{"type": "tool_use", "id": "call-1",
+                                         "name": "get_weather", "input": {"city": "Paris"}}]}
+                return {"role": "assistant", "model": "m", "stopReason": "endTurn",
+                        "content": {"type": "text", "text": "Sunny in Paris."}}
+
+            rec.sampling_reply = llm
+            res = await run.client.call_tool("agent", {"question": "Weather in Paris?"})
+            assert not res.is_error, res.text
+            assert json.loads(res.text) == [
+                {"stopReason": "toolUse", "toolUses": ["get_weather"]},
+                {"stopReason": "endTurn", "text": "Sunny in Paris."},
+            ]
+            first, second = rec.sampling
+            assert [tool["name"] for tool in first["tools"]] == ["get_weather"]
+            assert first["toolChoice"] == {"mode": "auto"}
+            assert [m["role"] for m in second["messages"]] == ["user", "assistant", "user"]
+            (result_block,) = second["messages"][2]["content"]
+            assert result_block["type"] == "tool_result"
+            assert result_block["toolUseId"] == "call-1"
+    assert run.wire is not None
+    assert run.wire.sent()[0]["params"]["capabilities"]["sampling"] == {"tools": {}}
+    answers = run.wire.answers_to("sampling/createMessage")
+    assert [a["result"]["stopReason"] for a in answers] == ["toolUse", "endTurn"]
+
+
+async def test_sampling_tools_not_declared(tmp_path: Path) -> None:
+    """Without ``sampling_tools`` the client does not declare ``sampling.tools``, so the
+    official server refuses to send tools and the client is never asked."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, min_checked=3) as run:
+            with pytest.raises(RemoteError) as info:
+                await run.client.call_tool("agent", {"question": "Weather?"})
+            assert "sampling tools" in info.value.message
+            assert run.rec.sampling == []
+    assert run.wire is not None
+    assert run.wire.answers_to("sampling/createMessage") == []
+
+
 async def test_elicitation(tmp_path: Path) -> None:
     with anyio.fail_after(TEST_TIMEOUT):
         async with session(tmp_path, min_checked=6) as run:
@@ -414,6 +505,50 @@ async def test_elicitation(tmp_path: Path) -> None:
         {"action": "decline"},
         {"action": "cancel"},
     ]
+
+
+async def test_url_elicitation(tmp_path: Path) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, elicitation_modes=("form", "url"),
+                           min_checked=4) as run:
+            rec = run.rec
+            rec.elicitation_answer = {"action": "accept", "content": {"dropped": True}}
+            res = await run.client.call_tool("connect", {"service": "github"})
+            assert json.loads(res.text) == {"action": "accept"}
+            (params,) = rec.elicitation
+            assert params["mode"] == "url"
+            assert params["url"] == "https://auth.example/github"
+            assert params["elicitationId"] == "connect-github"
+            assert params["message"] == "Sign in to github"
+            complete = ("notifications/elicitation/complete",
+                        {"elicitationId": "connect-github"})
+            await rec.wait_until(lambda: complete in rec.notifications,
+                                 "notifications/elicitation/complete")
+    assert run.wire is not None
+    caps = run.wire.sent()[0]["params"]["capabilities"]
+    assert caps["elicitation"] == {"form": {}, "url": {}}
+    (answer,) = run.wire.answers_to("elicitation/create")
+    assert answer["result"] == {"action": "accept"}  # URL mode answers carry no content
+
+
+async def test_url_elicitation_not_declared(tmp_path: Path) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, min_checked=3) as run:
+            with pytest.raises(RemoteError):
+                await run.client.call_tool("connect", {"service": "github"})
+            assert run.rec.elicitation == []
+    assert run.wire is not None
+    (answer,) = run.wire.answers_to("elicitation/create")
+    assert answer["error"]["code"] == -32602
+
+
+async def test_server_pings_client(tmp_path: Path) -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, min_checked=4) as run:
+            assert (await run.client.call_tool("ping_client")).text == "pong"
+    assert run.wire is not None
+    (answer,) = run.wire.answers_to("ping")
+    assert answer["result"] == {}
 
 
 async def test_roots(tmp_path: Path) -> None:
@@ -625,3 +760,18 @@ async def test_older_revision(tmp_path: Path, version: str) -> None:
     assert len(elicit_answers) == 1
     if not at_least(version, "2025-06-18"):
         assert elicit_answers[0]["error"]["code"] == -32601
+
+
+async def test_restricted_versions_offer(tmp_path: Path) -> None:
+    """``versions`` without ``protocol_version``: the client offers the newest it allows
+    and declares only what that revision has (no elicitation before 2025-06-18)."""
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with session(tmp_path, versions=("2024-11-05", "2025-03-26"),
+                           min_checked=4) as run:
+            assert run.client.protocol_version == "2025-03-26"
+            res = await run.client.call_tool("ask_llm", {"question": "2+2?"})
+            assert json.loads(res.text)["text"] == SAMPLED
+    assert run.wire is not None
+    init = run.wire.sent()[0]
+    assert init["params"]["protocolVersion"] == "2025-03-26"
+    assert set(init["params"]["capabilities"]) == {"roots", "sampling"}

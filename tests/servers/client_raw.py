@@ -7,7 +7,8 @@ before it answers, so once an answer arrived, everything sent before it is in th
 and behaves according to MODE:
 
     normal    answer initialize (echoing the offered version), ping, tools/list, and
-              tools/call "fast"; never answer tools/call "slow"
+              tools/call "fast"; never answer tools/call "slow"; answer tools/call "bad"
+              with a malformed result (a content block of an unknown type)
     late      like normal, but answer a "slow" call after it is cancelled (a late answer)
     version   answer initialize with protocolVersion "1999-01-01"
     cursor    tools/list always returns the same nextCursor
@@ -15,7 +16,9 @@ and behaves according to MODE:
     garbage   write non-JSON lines to stdout before every answer
     noterm    ignore SIGTERM (and so does a child it starts in its process group); keep
               running after stdin closes; write "pid PID" / "child PID" to LOGFILE
-    crash     write a few lines to stderr and exit 3 before reading anything
+    orphan    like normal, but first start a child (in its process group, stdio detached)
+              that it leaves behind when it exits; write "child PID" to LOGFILE
+    crash     write a few lines to stderr (one not UTF-8) and exit 3 before reading anything
 """
 
 from __future__ import annotations
@@ -29,11 +32,12 @@ import time
 from typing import Any
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "normal"
-LOG = open(sys.argv[2], "a", encoding="utf-8") if len(sys.argv) > 2 else None  # noqa: SIM115
+LOG = open(sys.argv[2], "a", encoding="utf-8") if len(sys.argv) > 2 else None
 
 TOOLS = [
     {"name": "fast", "description": "answers at once", "inputSchema": {"type": "object"}},
     {"name": "slow", "description": "never answers", "inputSchema": {"type": "object"}},
+    {"name": "bad", "description": "answers malformed", "inputSchema": {"type": "object"}},
 ]
 
 
@@ -58,6 +62,9 @@ def result(rid: Any, value: dict[str, Any]) -> None:
 def main() -> int:
     if MODE == "crash":
         sys.stderr.write("starting the crashy server\n")
+        sys.stderr.flush()
+        sys.stderr.buffer.write(b"a line that is not UTF-8: \xff\xfe\n")
+        sys.stderr.buffer.flush()
         sys.stderr.write("RuntimeError: the database is on fire\n")
         sys.stderr.flush()
         return 3
@@ -69,6 +76,12 @@ def main() -> int:
             "time.sleep(120)",
         ])
         log(f"pid {os.getpid()}")
+        log(f"child {child.pid}")
+    if MODE == "orphan":
+        child = subprocess.Popen(
+            [sys.executable, "-c", "import time; time.sleep(120)"],
+            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+        )
         log(f"child {child.pid}")
     slow: set[Any] = set()
     for raw in sys.stdin.buffer:
@@ -100,6 +113,8 @@ def main() -> int:
         elif method == "tools/call":
             if params.get("name") == "slow":
                 slow.add(rid)
+            elif params.get("name") == "bad":
+                result(rid, {"content": [{"type": "hologram", "data": "?"}], "isError": False})
             else:
                 result(rid, {"content": [{"type": "text", "text": "FAST"}], "isError": False})
         elif method == "notifications/cancelled":

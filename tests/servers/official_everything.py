@@ -2,9 +2,10 @@
 ``tests/test_client_interop_official.py``: mcpkit's ``Client`` drives it.
 
 Every feature a client meets: tools (plain text, structured output, progress, logging,
-an error, an image, and three that call back into the client: sampling, form
-elicitation, roots), a static resource, a resource template, a prompt with arguments,
-completions, ``logging/setLevel`` and ``resources/subscribe``/``unsubscribe``.
+errors, an image, a slow one, and tools that call back into the client: sampling, sampling
+with tools, form and URL elicitation, roots, ping), a static resource, a resource
+template, a prompt with arguments, completions, ``logging/setLevel`` and
+``resources/subscribe``/``unsubscribe`` (with ``notifications/resources/updated``).
 
 ``MCPServer`` does not register ``logging/setLevel`` or ``resources/(un)subscribe``
 handlers itself, so they are added on its low-level server; ``run_stdio_async`` is
@@ -134,6 +135,43 @@ async def ask_llm(question: str, ctx: Context) -> str:
                        "stopReason": result.stop_reason})
 
 
+WEATHER_TOOL = types.Tool(
+    name="get_weather",
+    description="Current weather for a city",
+    input_schema={"type": "object", "properties": {"city": {"type": "string"}},
+                  "required": ["city"]},
+)
+
+
+@server.tool()
+async def agent(question: str, ctx: Context) -> str:
+    """Sampling with tools (2025-11-25): the client's LLM may call ``get_weather``; the
+    server runs it and samples again with the tool result."""
+    messages = [types.SamplingMessage(role="user",
+                                      content=types.TextContent(type="text", text=question))]
+    first = await ctx.session.create_message(
+        messages=messages, max_tokens=100, tools=[WEATHER_TOOL],
+        tool_choice=types.ToolChoice(mode="auto"), related_request_id=ctx.request_id,
+    )
+    uses = [b for b in first.content_as_list if isinstance(b, types.ToolUseContent)]
+    rounds = [{"stopReason": first.stop_reason, "toolUses": [u.name for u in uses]}]
+    if uses:
+        messages.append(types.SamplingMessage(role="assistant", content=first.content_as_list))
+        messages.append(types.SamplingMessage(role="user", content=[
+            types.ToolResultContent(
+                type="tool_result", tool_use_id=u.id,
+                content=[types.TextContent(type="text", text=f"sunny in {u.input['city']}")],
+            ) for u in uses
+        ]))
+        second = await ctx.session.create_message(
+            messages=messages, max_tokens=100, tools=[WEATHER_TOOL],
+            related_request_id=ctx.request_id,
+        )
+        texts = [b.text for b in second.content_as_list if isinstance(b, types.TextContent)]
+        rounds.append({"stopReason": second.stop_reason, "text": " ".join(texts)})
+    return json.dumps(rounds)
+
+
 class Booking(BaseModel):
     name: str = Field(description="Who books")
     guests: int = Field(default=2, description="How many guests", ge=1, le=10)
@@ -147,6 +185,23 @@ async def book_table(date: str, ctx: Context) -> str:
     if result.action == "accept":
         return json.dumps({"action": "accept", **result.data.model_dump()})
     return json.dumps({"action": result.action})
+
+
+@server.tool()
+async def connect(service: str, ctx: Context) -> str:
+    """URL-mode elicitation (2025-11-25), then ``notifications/elicitation/complete``."""
+    result = await ctx.elicit_url(f"Sign in to {service}", f"https://auth.example/{service}",
+                                  elicitation_id=f"connect-{service}")
+    if result.action == "accept":
+        await ctx.session.send_elicit_complete(f"connect-{service}")
+    return json.dumps({"action": result.action})
+
+
+@server.tool()
+async def ping_client(ctx: Context) -> str:
+    """Ping the client (a server->client ``ping``)."""
+    await ctx.session.send_ping()
+    return "pong"
 
 
 @server.tool()

@@ -99,6 +99,7 @@ FEATURES: Final = {
     "resource_not_found_32002": "resources/read of an unknown URI answers -32002",
     "tool_input_errors": "bad tool arguments are isError results, not JSON-RPC errors",
     "omit_unreadable_id": "an error answering an unreadable id omits `id` (null is invalid)",
+    "sse_priming": "an SSE answer opens with a priming event (id, retry, empty data)",
     "stateless": "no handshake: every request carries its version and capabilities in _meta",
     "result_type": "every result carries resultType (complete | input_required)",
     "caching": "ttlMs and cacheScope on list/read/discover results",
@@ -126,6 +127,7 @@ _F_2511 = _F_2506 | {
     "tool_execution",
     "tool_input_errors",
     "omit_unreadable_id",
+    "sse_priming",
 }
 
 REVISIONS: Final[dict[str, Revision]] = {

@@ -138,9 +138,11 @@ class _Stream:
         store = self.session.store
         sid = self.session.session_id
         try:
-            prime = await store.append(sid, self.id, b"")
-            if self.listener is not None:
-                self.listener.put(prime, b"", False)
+            rev = self.session.conn.revision
+            if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
+                prime = await store.append(sid, self.id, b"")
+                if self.listener is not None:
+                    self.listener.put(prime, b"", False)
             while True:
                 while not self.queue:
                     await self.wakeup.wait()
