@@ -21,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.to_thread
+import httpx
 import orjson
 import pytest
 
@@ -44,7 +46,7 @@ from mcpkit.protocol.lifecycle import Role
 from mcpkit.protocol.versions import REVISIONS, V2025_03_26
 
 from .support.asgi_tap import AsgiTap
-from .support.http import LiveServer, everything_server
+from .support.http import LiveServer, McpHttp, everything_server
 from .support.schemas import WireChecker
 from .support.stdio import ServerProcess
 from .support.tap import TappedClient
@@ -682,6 +684,64 @@ async def test_server_request_outside_any_client_request_travels_on_the_get_stre
     assert exchanges[reply["n"]]["method"] == "POST"
     assert reply["msg"]["result"] == {"roots": roots}
     tap.close()
+
+
+@pytest.mark.anyio
+async def test_roots_changed_request_is_not_tied_to_a_client_request_with_id_0() -> None:
+    """A007/S004: the server request sent from ``on_roots_changed`` belongs to no client
+    request, even when the client has a request with id 0 in flight: it goes on the GET
+    stream, not on that request's POST stream."""
+    server = Server("a007-id0")
+    done = threading.Event()
+    got: list[Any] = []
+
+    @server.tool
+    async def hold(seconds: float) -> str:
+        """Waits ``seconds``, then returns."""
+        await anyio.sleep(seconds)
+        return "held"
+
+    async def on_roots_changed(ctx: Context) -> None:
+        try:
+            got.append(await ctx.list_roots(timeout=5))
+        finally:
+            done.set()
+
+    server.on_roots_changed = on_roots_changed
+    roots = [{"uri": "file:///tmp/zero"}]
+    with LiveServer(server.asgi_app()) as live:
+        async with httpx.AsyncClient() as http:
+            c = McpHttp(http, live.url)
+            init = c.init_message(rid="init", capabilities={"roots": {"listChanged": True}})
+            reply = await c.post(init, headers=c.headers(mcp_protocol_version=None))
+            assert reply.status == 200, reply.body
+            c.session_id = reply.headers["mcp-session-id"]
+            c.version = reply.json["result"]["protocolVersion"]
+            assert (await c.notify("notifications/initialized")).status == 202
+            on_post: list[Any] = []
+
+            async def call_zero() -> None:
+                async with c.open_post(call_msg(0, "hold", {"seconds": 1.5})) as post:
+                    if post.content_type == "text/event-stream":
+                        on_post.extend(m for _, m in await post.until_end())
+                    else:
+                        on_post.append((await post.body()).json)
+
+            with anyio.fail_after(LIMIT):
+                async with c.open_get() as get, anyio.create_task_group() as tg:
+                    await get.next_event()  # the priming event: the stream is open
+                    tg.start_soon(call_zero)
+                    await anyio.sleep(0.2)  # tools/call 0 is in flight
+                    assert (await c.notify("notifications/roots/list_changed")).status == 202
+                    _, ask = await get.next_message(timeout=3)
+                    assert ask["method"] == "roots/list", ask
+                    answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"roots": roots}}
+                    assert (await c.post(answer)).status == 202
+                    await anyio.to_thread.run_sync(done.wait, 5)
+            await c.delete()
+    assert got == [roots]
+    assert [m.get("id") for m in on_post] == [0], on_post  # only the tool's own answer
+    assert on_post[0]["result"]["content"][0]["text"] == "held"
 
 
 # ----------------------------------------------------------------------------- A008

@@ -440,7 +440,9 @@ class Server:
 
     def _on_notification(self, session: Session, event: NotificationReceived) -> Any:
         if event.method == "notifications/roots/list_changed" and self.on_roots_changed:
-            ctx = Context(self, session, 0, event.method, None)
+            # Not a request: no id, so what the callback sends belongs to no client
+            # request (over HTTP it goes on the GET stream).
+            ctx = Context(self, session, None, event.method, None)
             return self.on_roots_changed(ctx)
         return None
 

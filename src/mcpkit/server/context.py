@@ -44,7 +44,7 @@ class Context:
         self,
         server: Server,
         session: Session,
-        request_id: RequestId,
+        request_id: RequestId | None,
         method: str,
         meta: JSONObject | None,
         modern: RequestMeta | None = None,
@@ -88,6 +88,8 @@ class Context:
 
     @property
     def progress_token(self) -> str | int | None:
+        if self.request_id is None:  # not serving a request (e.g. on_roots_changed)
+            return None
         return self._session.conn.progress_token(self.request_id)
 
     @property
@@ -114,7 +116,8 @@ class Context:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
         """Send progress if the client asked for it; non-increasing values are dropped."""
-        self._session.progress(self.request_id, progress, total, message)
+        if self.request_id is not None:
+            self._session.progress(self.request_id, progress, total, message)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
         """Send a log message to the client (filtered by its ``logging/setLevel``).
