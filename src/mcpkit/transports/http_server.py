@@ -84,7 +84,7 @@ class _Listener:
 
     def __init__(self) -> None:
         self.items: list[tuple[str, bytes, bool]] = []
-        self.wakeup = anyio.Event()
+        self.wakeup = asyncio.Event()
         self.gone = False
 
     def put(self, event_id: str, data: bytes, final: bool) -> None:
@@ -94,7 +94,7 @@ class _Listener:
     async def take(self) -> list[tuple[str, bytes, bool]]:
         while not self.items and not self.gone:
             await self.wakeup.wait()
-            self.wakeup = anyio.Event()
+            self.wakeup = asyncio.Event()
         items, self.items = self.items, []
         return items
 
@@ -107,12 +107,12 @@ class _Stream:
         self.id = stream_id
         self.standalone = standalone
         self.queue: list[tuple[bytes, bool]] = []  # produced, not yet stored/sent
-        self.wakeup = anyio.Event()
+        self.wakeup = asyncio.Event()
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: _Listener | None = None
-        self.finished = anyio.Event()  # the final event was stored (and handed on)
+        self.finished = asyncio.Event()  # the final event was stored (and handed on)
         self._pump: Any = None
 
     def push(self, data: bytes, final: bool) -> None:
@@ -124,7 +124,7 @@ class _Stream:
     async def first(self) -> tuple[bytes, bool]:
         while not self.queue:
             await self.wakeup.wait()
-            self.wakeup = anyio.Event()
+            self.wakeup = asyncio.Event()
         return self.queue[0]
 
     def start_sse(self) -> None:
@@ -146,7 +146,7 @@ class _Stream:
             while True:
                 while not self.queue:
                     await self.wakeup.wait()
-                    self.wakeup = anyio.Event()
+                    self.wakeup = asyncio.Event()
                 batch, self.queue = self.queue, []
                 for data, final in batch:
                     event_id = await store.append(sid, self.id, data)
@@ -710,7 +710,7 @@ class StreamableHTTPApp:
         await send({"type": "http.response.start", "status": 200, "headers": [
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]})
-        gone = anyio.Event()
+        gone = asyncio.Event()
 
         async def watch() -> None:
             while (await receive())["type"] != "http.disconnect":
@@ -725,7 +725,7 @@ class StreamableHTTPApp:
                 while not done and not gone.is_set() and not stream.closed:
                     while not stream.queue and not gone.is_set() and not stream.closed:
                         await stream.wakeup.wait()
-                        stream.wakeup = anyio.Event()
+                        stream.wakeup = asyncio.Event()
                     batch, stream.queue = stream.queue, []
                     for data, final in batch:
                         await send({"type": "http.response.body", "body": encode_event(data),
@@ -794,7 +794,7 @@ class StreamableHTTPApp:
             (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
             (b"x-accel-buffering", b"no")]})
         first = True
-        disconnected = anyio.Event()
+        disconnected = asyncio.Event()
 
         async def watch() -> None:
             while True:

@@ -9,6 +9,7 @@ Origin/Host checks and body limits are those of the Streamable HTTP app it sits 
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import TYPE_CHECKING, Any
 
@@ -85,7 +86,7 @@ class LegacySSE:
                 while not listener.gone and not stream.closed:
                     while not stream.queue and not listener.gone and not stream.closed:
                         await stream.wakeup.wait()
-                        stream.wakeup = anyio.Event()
+                        stream.wakeup = asyncio.Event()
                     batch, stream.queue = stream.queue, []
                     for data, _final in batch:
                         await send({"type": "http.response.body", "more_body": True,
