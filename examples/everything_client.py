@@ -79,10 +79,21 @@ async def every_tool(url: str, version: str | None, context: dict[str, Any]) -> 
 
     async with Client(url, protocol_version=version, mode="auto", elicitation=accept,
                       sampling=sample, roots=["file:///tmp"]) as c:
-        for tool in await c.list_tools():
+        if not c.supports("tools"):
+            return  # nothing to call: the metadata of the exchange so far is the test
+        tools = await c.list_tools()
+        calls = context.get("toolCalls")
+        if isinstance(calls, list):  # the scenario says which calls to make
+            listed = {t.name for t in tools}
+            for call in calls:
+                if call.get("name") in listed:
+                    result = await c.call_tool(call["name"], call.get("arguments") or {})
+                    log.info("%s -> %s", call["name"], result.text[:200])
+            return
+        for tool in tools:
             props = (tool.input_schema or {}).get("properties") or {}
-            args = {k: ("x" if (v or {}).get("type") == "string" else 1)
-                    for k, v in props.items()}
+            samples = {"string": "x", "integer": 1, "number": 1.5, "boolean": True}
+            args = {k: samples.get((v or {}).get("type"), "x") for k, v in props.items()}
             result = await c.call_tool(tool.name, args)
             log.info("%s -> %s", tool.name, result.text[:200])
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 import inspect
 import itertools
 import logging
+import re
 import shlex
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack
@@ -32,6 +33,7 @@ from ..protocol.errors import (
     MCPError,
     MethodNotFound,
     ProtocolError,
+    RemoteError,
     RequestTimeout,
 )
 from ..protocol.jsonrpc import JSONObject
@@ -62,6 +64,34 @@ M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("mcpkit.client")
 MAX_PAGES = 10_000
 MAX_INPUT_ROUNDS = 16
+
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def param_headers(schema: Any) -> dict[str, str]:
+    """``{parameter: header name}`` from ``x-mcp-header`` annotations of an input schema
+    (2026-07-28); ``ValueError`` naming the first invalid declaration."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for param, sub in (props.items() if isinstance(props, dict) else ()):
+        if not isinstance(sub, dict) or "x-mcp-header" not in sub:
+            continue
+        name = sub["x-mcp-header"]
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"parameter {param!r}: x-mcp-header must be a non-empty string")
+        if not _TOKEN.match(name):
+            raise ValueError(f"parameter {param!r}: x-mcp-header {name!r} is not a header token")
+        if name.lower() in seen:
+            raise ValueError(f"x-mcp-header {name!r} is declared twice")
+        kind = sub.get("type")
+        if kind not in ("string", "integer", "boolean"):
+            raise ValueError(f"parameter {param!r}: x-mcp-header needs a string, integer or "
+                             f"boolean parameter (got {kind!r})")
+        seen.add(name.lower())
+        out[param] = name
+    return out
 
 
 class HandshakeError(MCPError):
@@ -258,8 +288,19 @@ class Client:
         session.conn.use_stateless(version)
         self.stateless_version = version
         try:
-            res = await session.request("server/discover", self._with_meta(None),
-                                        timeout=min(self.timeout, 10.0))
+            try:
+                res = await session.request("server/discover", self._with_meta(None),
+                                            timeout=min(self.timeout, 10.0))
+            except RemoteError as exc:
+                # -32022 lists what the server speaks: retry once with a version we share
+                data = exc.data if isinstance(exc.data, dict) else {}
+                shared = [v for v in data.get("supported") or () if v in STATELESS_VERSIONS]
+                if exc.code != -32022 or not shared:
+                    raise
+                self.stateless_version = version = shared[-1]
+                session.conn.use_stateless(version)
+                res = await session.request("server/discover", self._with_meta(None),
+                                            timeout=min(self.timeout, 10.0))
         except MCPError as exc:
             self.stateless_version = None
             session.conn.use_stateful()
@@ -454,10 +495,27 @@ class Client:
         raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
 
     async def list_tools(self) -> list[t.Tool]:
-        """Every tool, following ``nextCursor`` (a repeating cursor raises)."""
+        """Every tool, following ``nextCursor`` (a repeating cursor raises).
+
+        A tool whose ``x-mcp-header`` declarations are invalid (empty, not a header token,
+        duplicated, or on a non-primitive parameter) is left out, with a warning: calling
+        it could not be routed correctly over HTTP."""
         tools = await self._all_pages("tools/list", "tools", t.Tool)
-        self._output_schemas = {tool.name: tool.output_schema for tool in tools}
-        return tools
+        kept: list[t.Tool] = []
+        headers: dict[str, dict[str, str]] = {}
+        for tool in tools:
+            try:
+                declared = param_headers(tool.input_schema)
+            except ValueError as exc:
+                log.warning("ignoring tool %r: %s", tool.name, exc)
+                continue
+            if declared:
+                headers[tool.name] = declared
+            kept.append(tool)
+        self._output_schemas = {tool.name: tool.output_schema for tool in kept}
+        if self.stream is not None and hasattr(self.stream, "param_headers"):
+            self.stream.param_headers = headers
+        return kept
 
     async def list_tools_page(self, cursor: str | None = None) -> tuple[list[t.Tool], str | None]:
         res = await self.request("tools/list", {"cursor": cursor} if cursor else None)

@@ -166,6 +166,8 @@ def open_state(key: bytes, method: str, params: dict[str, Any], state: Any) -> d
         body, mac = _unb64(body_b64), _unb64(mac_b64)
     except (ValueError, TypeError):
         raise bad from None
+    if _b64(body) != body_b64 or _b64(mac) != mac_b64:
+        raise bad  # not the exact string we issued (the decoder skips junk and spare bits)
     if not hmac.compare_digest(mac, hmac.new(key, body, hashlib.sha256).digest()):
         raise bad
     try:

@@ -497,7 +497,8 @@ class Server:
 
     def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
         rev = session.conn.revision
-        if rev is None or rev.version != LATEST_STATEFUL:
+        if event.meta is not None or rev is None or rev.version != LATEST_STATEFUL:
+            # (a 2026-07-28 request is adapted item by item: never the serialized cache)
             return self._page(event, [t.definition for t in self._tools.values()], "tools")
         # Newest revision: serve each page from a cache of its serialized tools array, so
         # a large catalogue is not re-encoded on every call (cleared when tools change).
@@ -532,7 +533,7 @@ class Server:
             raise InvalidParams("Invalid params: tools/call 'arguments' must be an object.")
         invalid = tool.invalid_arguments(arguments)
         if invalid is not None:
-            rev = session.conn.revision
+            rev = event.meta.revision if event.meta is not None else session.conn.revision
             if rev is not None and not rev.has("tool_input_errors"):
                 raise InvalidParams(invalid["content"][0]["text"])
             return invalid

@@ -67,6 +67,7 @@ class HttpClientStream:
         self.open_get_stream = open_get_stream
         self._send, self._receive = anyio.create_memory_object_stream[bytes](1024)
         self._init_message: dict[str, Any] | None = None
+        self.param_headers: dict[str, dict[str, str]] = {}  # tool -> {param: x-mcp-header}
         self.legacy_endpoint: str | None = None  # set when talking HTTP+SSE (2024-11-05)
         self._legacy_tried = False
         self._get_started = False
@@ -164,7 +165,7 @@ class HttpClientStream:
             self.session_id = None
         request_id = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
         headers = self._headers()
-        modern = _modern_headers(msg)
+        modern = _modern_headers(msg, self.param_headers)
         if modern is not None:  # 2026-07-28: no session; routing headers mirror the body
             headers.pop("mcp-session-id", None)
             headers.pop("mcp-protocol-version", None)
@@ -385,14 +386,26 @@ def _is_handshake(line: bytes) -> bool:
 
 def _header_value(value: str) -> str:
     """A header-safe value: as is when printable ASCII, else ``=?base64?…?=``."""
-    if value.isascii() and value.isprintable() and value.strip() == value:
+    if all(0x20 <= ord(c) <= 0x7E for c in value) and value.strip() == value:
         return value
     import base64
 
     return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
 
 
-def _modern_headers(msg: Any) -> dict[str, str] | None:
+def _param_value(value: Any) -> str | None:
+    """An argument as an Mcp-Param-* header value (None: not a primitive)."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float):
+        return repr(value) if isinstance(value, float) else str(value)
+    if isinstance(value, str):
+        return _header_value(value)
+    return None
+
+
+def _modern_headers(msg: Any, param_headers: dict[str, dict[str, str]] | None = None
+                    ) -> dict[str, str] | None:
     """MCP-Protocol-Version / Mcp-Method / Mcp-Name for a 2026-07-28 request, else None."""
     if not isinstance(msg, dict):
         return None
@@ -407,6 +420,13 @@ def _modern_headers(msg: Any) -> dict[str, str] | None:
     name = params.get(key) if key else None
     if isinstance(name, str):
         headers["mcp-name"] = _header_value(name)
+        declared = (param_headers or {}).get(name) if method == "tools/call" else None
+        arguments = params.get("arguments")
+        if declared and isinstance(arguments, dict):
+            for param, header in declared.items():
+                value = _param_value(arguments.get(param))
+                if value is not None:
+                    headers[f"mcp-param-{header.lower()}"] = value
     return headers
 
 

@@ -338,6 +338,25 @@ def _modern_status(data: bytes) -> int:
     return 400 if code in (-32600, -32020, -32021, -32022, -32700) else 200
 
 
+async def _first_unless_gone(stream: _Stream, receive: Receive) -> tuple[bytes, bool] | None:
+    """The stream's first message, or None if the client disconnected before it came (the
+    body was read already, so the next ASGI message can only be the disconnect)."""
+    if stream.queue:
+        return stream.queue[0]
+    first: tuple[bytes, bool] | None = None
+    async with anyio.create_task_group() as tg:
+
+        async def watch() -> None:
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            tg.cancel_scope.cancel()
+
+        tg.start_soon(watch)
+        first = await stream.first()
+        tg.cancel_scope.cancel()
+    return first
+
+
 class _Refused(Exception):
     def __init__(self, status: int, message: str, code: int = -32600,
                  headers: list[tuple[bytes, bytes]] | None = None) -> None:
@@ -697,7 +716,10 @@ class StreamableHTTPApp:
         session.feed(obj)
         self.in_flight += 1
         try:
-            data, final = await stream.first()
+            first = await _first_unless_gone(stream, receive)
+            if first is None:
+                return  # the client went away before the answer began: cancelled below
+            data, final = first
             if final and self.config.response_mode != "sse":
                 await _respond(send, _modern_status(data), data)
                 return
