@@ -396,7 +396,22 @@ class Server:
             config=HttpConfig(path=path, **config),
             on_session=on_session,
             lifespan=self.lifespan_scope,
+            param_headers=self._param_headers,
         )
+
+    def _param_headers(self, name: str) -> dict[str, str]:
+        """``{parameter: header}`` of a tool's ``x-mcp-header`` annotations (2026-07-28
+        Mcp-Param-* headers the HTTP layer checks against the arguments)."""
+        tool = self._tools.get(name)
+        if tool is None:
+            return {}
+        if tool.param_headers is None:
+            props = tool.input_schema.get("properties") or {}
+            tool.param_headers = {
+                p: sub["x-mcp-header"] for p, sub in props.items()
+                if isinstance(sub, dict) and isinstance(sub.get("x-mcp-header"), str)
+            }
+        return tool.param_headers
 
     def run(self, transport: str = "stdio", **options: Any) -> None:
         """Run the server until it is stopped.

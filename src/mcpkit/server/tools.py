@@ -104,6 +104,7 @@ class Tool:
         self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
             type(fn).__call__  # an object whose __call__ is async
         )
+        self.param_headers: dict[str, str] | None = None  # x-mcp-header map, on first use
         self.definition = self._definition()
 
     def _definition(self) -> JSON:

@@ -292,8 +292,38 @@ def _decode_header(value: str) -> str:
     return value
 
 
+def _param_mismatch(declared: dict[str, str], arguments: Any,
+                    headers: dict[str, str]) -> str | None:
+    """Mcp-Param-* headers against the arguments of ``x-mcp-header`` parameters."""
+    args = arguments if isinstance(arguments, dict) else {}
+    for param, header in declared.items():
+        got = headers.get(f"mcp-param-{header.lower()}")
+        value = args.get(param)
+        if value is None:
+            if got is not None:
+                return f"Mcp-Param-{header} is sent but argument {param!r} is absent"
+            continue
+        if got is None:
+            return f"the Mcp-Param-{header} header is missing (argument {param!r})"
+        text = _decode_header(got)
+        if isinstance(value, bool):
+            ok = text == ("true" if value else "false")
+        elif isinstance(value, int | float):
+            try:
+                ok = float(text) == float(value)
+            except ValueError:
+                ok = False
+        else:
+            ok = text == value
+        if not ok:
+            return f"Mcp-Param-{header} {got[:60]!r} differs from argument {param!r}"
+    return None
+
+
 def _header_mismatch(obj: dict[str, Any], params: dict[str, Any],
-                     headers: dict[str, str]) -> str | None:
+                     headers: dict[str, str],
+                     param_headers: Callable[[str], dict[str, str]] | None = None,
+                     ) -> str | None:
     """Why the routing headers disagree with the body, or None."""
     version = params["_meta"].get(PROTOCOL_VERSION)
     got = headers.get("mcp-protocol-version")
@@ -315,6 +345,10 @@ def _header_mismatch(obj: dict[str, Any], params: dict[str, Any],
             return "the Mcp-Name header is missing"
         if _decode_header(got) != params.get(name_key):
             return f"Mcp-Name {got[:60]!r} differs from the body's {name_key}"
+        if method == "tools/call" and param_headers is not None:
+            declared = param_headers(str(params.get("name")))
+            if declared:
+                return _param_mismatch(declared, params.get("arguments"), headers)
     return None
 
 
@@ -383,9 +417,11 @@ class StreamableHTTPApp:
         config: HttpConfig | None = None,
         on_session: Callable[[HttpSession, bool], None] | None = None,
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
+        param_headers: Callable[[str], dict[str, str]] | None = None,
     ) -> None:
         self.config = config or HttpConfig()
         self.lifespan = lifespan
+        self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
         self.on_notification = on_notification
@@ -690,7 +726,7 @@ class StreamableHTTPApp:
         except ProtocolError as exc:
             await _respond(send, 400, _error_with_id(rid, exc))
             return
-        mismatch = _header_mismatch(obj, params, headers)
+        mismatch = _header_mismatch(obj, params, headers, self.param_headers)
         if mismatch:
             body: dict[str, Any] = {"jsonrpc": "2.0", "error": {
                 "code": -32020, "message": f"Header mismatch: {mismatch}. Send the MCP-Protocol-"
