@@ -274,7 +274,12 @@ class Session:
             self._feed(conn.receive_data, data)
 
     async def _drain(self) -> None:
-        """At end of input, let running handlers finish (up to ``drain_timeout``)."""
+        """At end of input, let running handlers finish (up to ``drain_timeout``); a
+        ``subscriptions/listen`` stream only ends when its client ends it, so it ends now."""
+        inbound = self.conn._inbound
+        for rid in [r for r in self._handles if getattr(inbound.get(r), "method", None)
+                    == "subscriptions/listen"]:
+            self._cancel(rid, self._handles.pop(rid))
         if not self._handles:
             return
         self._idle = anyio.Event()
