@@ -20,9 +20,25 @@ def _median(summary: dict[str, Any], peer: str, key: str) -> float | None:
 
 def main(path: str) -> int:
     with open(path) as f:
-        summary = json.load(f)["summary"]
-    if "2025-11-25" in summary and "mcpkit" not in summary:
-        summary = summary["2025-11-25"]
+        data = json.load(f)
+    summary = data["summary"]
+    era = (data.get("meta") or {}).get("era")
+    if "mcpkit" not in summary:  # several eras: {era: {peer: ...}}
+        stateless = summary.get("2026-07-28")
+        summary = summary.get("2025-11-25", {})
+    else:
+        stateless = summary if era == "2026-07-28" else None
+        if era == "2026-07-28":
+            summary = {}
+    if stateless:
+        c16 = _median(stateless, "mcpkit", "B_c16_rps")
+        sdk = _median(stateless, "sdk-low", "B_c16_rps")
+        if c16 and sdk:
+            ok = c16 / sdk >= 4
+            print(f"{'PASS' if ok else 'MISS'}  {'2026-07-28 HTTP C=16 req/s vs sdk-low':44s} "
+                  f"{c16 / sdk:8.2f}x  (goal >= 4x)")
+            if not summary:
+                return 0 if ok else 1
 
     def m(peer: str, key: str) -> float | None:
         return _median(summary, peer, key)

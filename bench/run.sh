@@ -4,6 +4,7 @@
 # check the ratios against the goals of the issues (bench/goals.py).
 #   bench/run.sh                 # the full run (~15 min on 2 cores)
 #   bench/run.sh --quick         # a smoke run
+#   bench/run.sh --era 2026-07-28 --suites B   # the stateless revision over HTTP
 # Peers: raw (the limit), sdk-low / sdk-low-json (the official SDK's low-level server, SSE
 # and JSON answers, uvicorn's h11 parser as the harness runs it), sdk-low-json-httptools
 # (the same with httptools, the parser mcpkit's server gets from uvicorn when installed),
