@@ -91,6 +91,7 @@ class Server:
         self._tools_pages: dict[str | None, JSON] = {}  # serialized tools/list pages
         self._listeners: dict[tuple[Session, Any], JSON] = {}  # open subscriptions/listen
         self.state_key = state_key or secrets.token_bytes(32)  # seals MRTR requestState
+        self._state_key_given = state_key is not None
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         self._sessions: set[Session] = set()
@@ -382,6 +383,10 @@ class Server:
         ``enable_get``, ``allow_delete``, ``event_store`` (e.g. ``SQLiteEventStore``).
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
+
+        store = config.get("session_store")
+        if store is not None and hasattr(store, "secret") and not self._state_key_given:
+            self.state_key = store.secret()  # instances sharing the store share the key
 
         def on_session(session: Any, opened: bool) -> None:
             if opened:

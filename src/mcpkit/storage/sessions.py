@@ -10,6 +10,7 @@ process and clients re-initialize after a 404, as the spec requires.
 from __future__ import annotations
 
 import json
+import secrets
 import sqlite3
 import threading
 from typing import Any, Protocol
@@ -50,6 +51,19 @@ class SQLiteSessionStore:
         self._db.execute(
             "CREATE TABLE IF NOT EXISTS mcp_sessions (id TEXT PRIMARY KEY, record TEXT NOT NULL)"
         )
+
+    def secret(self) -> bytes:
+        """A 32-byte key kept in the database, made on first use: every server instance
+        on this database seals and opens MRTR ``requestState`` with the same key."""
+        with self._lock:
+            self._db.execute(
+                "CREATE TABLE IF NOT EXISTS mcp_secret (id INTEGER PRIMARY KEY CHECK (id = 1), "
+                "key BLOB NOT NULL)"
+            )
+            self._db.execute("INSERT OR IGNORE INTO mcp_secret (id, key) VALUES (1, ?)",
+                             (secrets.token_bytes(32),))
+            row = self._db.execute("SELECT key FROM mcp_secret WHERE id = 1").fetchone()
+        return bytes(row[0])
 
     def _save(self, session_id: str, record: Record) -> None:
         with self._lock:
