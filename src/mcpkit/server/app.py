@@ -676,14 +676,24 @@ class Server:
         return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {})
 
 
+def _with_hints(result: JSON, item: Resource | ResourceTemplate, ctx: Context) -> JSON:
+    """Per-resource caching hints on a 2026-07-28 read (the server's defaults otherwise)."""
+    if ctx.modern is not None:
+        if item.cache_ttl_ms is not None:
+            result["ttlMs"] = item.cache_ttl_ms
+        if item.cache_scope is not None:
+            result["cacheScope"] = item.cache_scope
+    return result
+
+
 async def _read_static(resource: Resource, ctx: Context) -> JSON:
-    return {"contents": await resource.read(ctx)}
+    return _with_hints({"contents": await resource.read(ctx)}, resource, ctx)
 
 
 async def _read_template(
     template: ResourceTemplate, uri: str, values: dict[str, str], ctx: Context
 ) -> JSON:
-    return {"contents": await template.read(uri, values, ctx)}
+    return _with_hints({"contents": await template.read(uri, values, ctx)}, template, ctx)
 
 
 async def _complete(completer: Completer, value: str, context: dict[str, Any]) -> JSON:

@@ -114,6 +114,8 @@ class Resource(_Readable):
         size: int | None = None,
         annotations: JSON | None = None,
         icons: list[JSON] | None = None,
+        cache_ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         self.uri = check_uri(uri)
         self._setup(fn)
@@ -125,6 +127,8 @@ class Resource(_Readable):
         self.size = size
         self.annotations = annotations
         self.icons = icons
+        self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
+        self.cache_scope = cache_scope  # resource (None: the server's defaults)
 
     def definition(self) -> JSON:
         d = _meta_fields(self, {"uri": self.uri, "name": self.name})
@@ -150,6 +154,8 @@ class ResourceTemplate(_Readable):
         mime_type: str | None = None,
         annotations: JSON | None = None,
         icons: list[JSON] | None = None,
+        cache_ttl_ms: int | None = None,
+        cache_scope: str | None = None,
     ) -> None:
         self.uri_template = uri_template
         self._setup(fn)
@@ -160,6 +166,8 @@ class ResourceTemplate(_Readable):
         self.mime_type = mime_type
         self.annotations = annotations
         self.icons = icons
+        self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
+        self.cache_scope = cache_scope  # resource (None: the server's defaults)
         self.variables: list[tuple[str, bool]] = []
         pattern = ["^"]
         pos = 0

@@ -1,4 +1,4 @@
-"""Several instances behind one load balancer: an MRTR round trip started on one server
+"""Stateless revision across instances and per-item hints. An MRTR round trip started on one server
 instance finishes on another when both use the same SQLite store (the store keeps the key
 that seals ``requestState``); an instance with another key refuses the state."""
 
@@ -75,5 +75,50 @@ def test_round_trip_crosses_instances_sharing_the_store(tmp_path: Path) -> None:
         status, refused = await post(stranger, 3, retry)
         assert refused["error"]["code"] == -32602
         assert "requestState" in refused["error"]["message"]
+
+    asyncio.run(run())
+
+
+def test_caching_hints_per_resource_and_server_defaults() -> None:
+    """ttlMs/cacheScope: a resource's own hints on its reads, the server's on the rest."""
+    server = Server("hints", cache_ttl_ms=5000, cache_scope="public")
+    server.add_resource("fresh for a minute", "test://minute", cache_ttl_ms=60_000,
+                        cache_scope="private")
+    server.add_resource("server defaults", "test://plain")
+    app = server.asgi_app()
+
+    async def call(method: str, params: dict[str, Any], name: str | None) -> dict[str, Any]:
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
+                             "params": {**params, "_meta": META}})
+        headers = [(b"host", b"localhost"), (b"content-type", b"application/json"),
+                   (b"accept", b"application/json, text/event-stream"),
+                   (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", method.encode())]
+        if name:
+            headers.append((b"mcp-name", name.encode()))
+        sent: list[dict[str, Any]] = []
+        messages = [{"type": "http.request", "body": body}]
+
+        async def receive() -> dict[str, Any]:
+            if messages:
+                return messages.pop(0)
+            await asyncio.sleep(3600)
+            return {"type": "http.disconnect"}
+
+        async def send(message: dict[str, Any]) -> None:
+            sent.append(message)
+
+        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers,
+                 "client": ("127.0.0.1", 1)}
+        await asyncio.wait_for(app(scope, receive, send), 10)
+        result: dict[str, Any] = orjson.loads(sent[1]["body"])["result"]
+        return result
+
+    async def run() -> None:
+        minute = await call("resources/read", {"uri": "test://minute"}, "test://minute")
+        assert (minute["ttlMs"], minute["cacheScope"]) == (60_000, "private")
+        plain = await call("resources/read", {"uri": "test://plain"}, "test://plain")
+        assert (plain["ttlMs"], plain["cacheScope"]) == (5000, "public")
+        listed = await call("resources/list", {}, None)
+        assert (listed["ttlMs"], listed["cacheScope"]) == (5000, "public")
 
     asyncio.run(run())
