@@ -1,6 +1,8 @@
-"""Stateless revision across instances and per-item hints. An MRTR round trip started on one server
-instance finishes on another when both use the same SQLite store (the store keeps the key
-that seals ``requestState``); an instance with another key refuses the state."""
+"""The stateless revision across instances, and per-item caching hints.
+
+An MRTR round trip started on one server instance finishes on another when both use the
+same SQLite store (the store keeps the key that seals ``requestState``); an instance with
+another key refuses the state."""
 
 from __future__ import annotations
 
