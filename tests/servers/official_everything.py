@@ -17,6 +17,7 @@ Run: ``python tests/servers/official_everything.py`` (stdio; logs go to stderr).
 from __future__ import annotations
 
 import json
+import os
 import warnings
 
 import anyio
@@ -28,6 +29,15 @@ from mcp.server.mcpserver.prompts.base import AssistantMessage, Message, UserMes
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPDeprecationWarning
 from pydantic import BaseModel, Field
+
+if os.environ.get("OFFICIAL_LEGACY_ONLY"):  # a handshake-only server (tests of auto mode)
+    import mcp.server.runner as _runner
+
+    # every request is then judged by the handshake rules (refused before initialize)
+    _runner._has_modern_envelope = lambda params: False
+
+    _runner.MODERN_PROTOCOL_VERSIONS = ()  # type: ignore[assignment]
+
 
 # Sampling, roots and logging are deprecated at 2026-07-28; this server speaks the
 # handshake-era revisions, where they are current API.
