@@ -584,8 +584,9 @@ class Session:
         timeout: float | None = 60.0,
         related: RequestId | None = None,
         on_progress: ProgressCallback | None = None,
+        on_sent: Callable[[RequestId], None] | None = None,
     ) -> JSONObject:
-        """Send a request to the peer and wait for its result.
+        """Send a request to the peer and wait for its result (``on_sent`` learns its id).
 
         Raises ``RemoteError`` (the peer answered with an error), ``RequestTimeout`` (no
         answer within ``timeout`` seconds; ``notifications/cancelled`` was sent),
@@ -596,6 +597,8 @@ class Session:
         if self._closed:
             raise ConnectionClosed("the connection to the peer is closed")
         rid = self.conn.send_request(method, params, related=related)
+        if on_sent is not None:
+            on_sent(rid)
         waiter = _Waiter(on_progress=on_progress)
         self._waiters[rid] = waiter
         self._kick()

@@ -18,11 +18,12 @@ import itertools
 import logging
 import re
 import shlex
-from collections.abc import Awaitable, Callable, Sequence
-from contextlib import AsyncExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import AsyncExitStack, asynccontextmanager
 from typing import Any, TypeVar
 
 import anyio
+from anyio.streams.memory import MemoryObjectReceiveStream, MemoryObjectSendStream
 from pydantic import BaseModel, ValidationError
 
 from ..protocol.connection import Connection, NotificationReceived, RequestReceived
@@ -45,6 +46,7 @@ from ..protocol.stateless import (
     LOG_LEVEL,
     PROTOCOL_VERSION,
     SERVER_INFO,
+    SUBSCRIPTION_ID,
 )
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session
@@ -171,6 +173,7 @@ class Client:
         self.mode = mode
         self.stateless_version: str | None = None  # set when speaking 2026-07-28
         self._log_level: str | None = None
+        self._listens: dict[Any, MemoryObjectSendStream[JSONObject]] = {}
         self._sampling = sampling
         self._sampling_tools = sampling_tools
         self._elicitation = elicitation
@@ -415,7 +418,74 @@ class Client:
             value = await value
         return {"roots": normalize_roots(value)}
 
+    @asynccontextmanager
+    async def listen(
+        self,
+        *,
+        tools: bool = False,
+        prompts: bool = False,
+        resources: bool = False,
+        resource_uris: Sequence[str] = (),
+    ) -> AsyncIterator[MemoryObjectReceiveStream[JSONObject]]:
+        """Receive change notifications (2026-07-28 ``subscriptions/listen``).
+
+            async with client.listen(tools=True) as changes:
+                async for note in changes:      # {"method": ..., "params": ...}
+                    ...
+
+        The first item is the server's acknowledgement. Leaving the block ends the
+        subscription (over HTTP by closing its stream, on stdio with a cancellation).
+        Raises ``CapabilityNotSupported`` in a handshake-era session (there, use
+        ``subscribe`` and ``on_notification``)."""
+        if self.stateless_version is None:
+            raise CapabilityNotSupported(
+                "subscriptions/listen exists in 2026-07-28 only; in this session use "
+                "subscribe() and on_notification"
+            )
+        wanted: JSONObject = {}
+        if tools:
+            wanted["toolsListChanged"] = True
+        if prompts:
+            wanted["promptsListChanged"] = True
+        if resources:
+            wanted["resourcesListChanged"] = True
+        if resource_uris:
+            wanted["resourceSubscriptions"] = list(resource_uris)
+        send, receive = anyio.create_memory_object_stream[JSONObject](256)
+        ids: list[Any] = []
+
+        def sent(rid: Any) -> None:
+            ids.append(rid)
+            self._listens[rid] = send
+
+        async def run() -> None:
+            try:
+                await self.request("subscriptions/listen", {"notifications": wanted},
+                                   timeout=None, on_sent=sent)
+            except MCPError:
+                pass
+            finally:
+                send.close()
+
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(run)
+            try:
+                yield receive
+            finally:
+                tg.cancel_scope.cancel()
+                for rid in ids:
+                    self._listens.pop(rid, None)
+                receive.close()
+
     async def _notification(self, session: Session, event: NotificationReceived) -> None:
+        meta = event.params.get("_meta")
+        sub = meta.get(SUBSCRIPTION_ID) if isinstance(meta, dict) else None
+        listener = self._listens.get(sub) if sub is not None else None
+        if listener is not None:
+            try:
+                listener.send_nowait({"method": event.method, "params": event.params})
+            except (anyio.WouldBlock, anyio.BrokenResourceError, anyio.ClosedResourceError):
+                log.warning("a listen stream is not being read; a notification was dropped")
         if event.method == "notifications/message" and self._on_log is not None:
             res = self._on_log(event.params)
             if res is not None:
@@ -440,6 +510,7 @@ class Client:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
+        on_sent: Callable[[Any], None] | None = None,
     ) -> JSONObject:
         """Send any request; raises ``RemoteError``, ``RequestTimeout``, ``ConnectionClosed``
         or ``CapabilityNotSupported`` (the server did not declare what ``method`` needs)."""
@@ -451,11 +522,12 @@ class Client:
         wait = self.timeout if timeout is None else timeout
         if self.stateless_version is None:
             return await self.session.request(method, params, timeout=wait,
-                                              on_progress=on_progress)
+                                              on_progress=on_progress, on_sent=on_sent)
         base = self._with_meta(params)
         sent = base
         for _ in range(MAX_INPUT_ROUNDS):
-            res = await self.session.request(method, sent, timeout=wait, on_progress=on_progress)
+            res = await self.session.request(method, sent, timeout=wait, on_progress=on_progress,
+                                             on_sent=on_sent)
             kind = res.get("resultType", "complete")  # older servers send none: complete
             if kind == "complete":
                 return res

@@ -709,8 +709,9 @@ class Connection:
             ):
                 events.append(SessionReady())
             return
-        if self.lifecycle.state is State.NEW:
-            return  # nothing but the handshake means anything yet
+        if self.lifecycle.state is State.NEW and (self.revision is None
+                                                  or self.revision.stateful):
+            return  # nothing but the handshake means anything yet (stateless: no handshake)
         events.append(NotificationReceived(method, params))
 
     # ------------------------------------------------------------------ sending

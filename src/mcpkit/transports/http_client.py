@@ -68,6 +68,7 @@ class HttpClientStream:
         self._send, self._receive = anyio.create_memory_object_stream[bytes](1024)
         self._init_message: dict[str, Any] | None = None
         self.param_headers: dict[str, dict[str, str]] = {}  # tool -> {param: x-mcp-header}
+        self._modern_posts: dict[Any, anyio.CancelScope] = {}  # 2026 request id -> its POST
         self.legacy_endpoint: str | None = None  # set when talking HTTP+SSE (2024-11-05)
         self._legacy_tried = False
         self._get_started = False
@@ -91,6 +92,13 @@ class HttpClientStream:
         for line in data.split(b"\n"):
             if not line.strip():
                 continue
+            if self._modern_posts and b'"notifications/cancelled"' in line:
+                rid = _cancelled_id(line)
+                scope = self._modern_posts.get(rid) if rid is not None else None
+                if scope is not None:
+                    # 2026-07-28 over HTTP: closing the request's stream is the cancellation
+                    scope.cancel()
+                    continue
             if _is_handshake(line):
                 # The handshake goes out in order, and the GET stream is open before
                 # anything else is sent (a server may use it right away).
@@ -147,8 +155,18 @@ class HttpClientStream:
             msg = orjson.loads(line)
         except orjson.JSONDecodeError:
             return
+        rid = msg.get("id") if isinstance(msg, dict) and "method" in msg else None
+        modern = rid is not None and _modern_headers(msg) is not None
         try:
-            await self._post(line, msg, retry_on_404=True)
+            if modern:
+                with anyio.CancelScope() as scope:
+                    self._modern_posts[rid] = scope
+                    try:
+                        await self._post(line, msg, retry_on_404=True)
+                    finally:
+                        self._modern_posts.pop(rid, None)
+            else:
+                await self._post(line, msg, retry_on_404=True)
         except httpx.HTTPError as exc:
             await self._fail(msg, f"HTTP transport error: {exc.__class__.__name__}: {exc}")
         except Exception as exc:
@@ -382,6 +400,15 @@ def _is_handshake(line: bytes) -> bool:
         return False
     return isinstance(msg, dict) and msg.get("method") in ("initialize",
                                                            "notifications/initialized")
+
+
+def _cancelled_id(line: bytes) -> Any:
+    try:
+        msg = orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return None
+    params = msg.get("params") if isinstance(msg, dict) else None
+    return params.get("requestId") if isinstance(params, dict) else None
 
 
 def _header_value(value: str) -> str:

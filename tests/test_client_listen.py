@@ -1,0 +1,68 @@
+"""``Client.listen`` (2026-07-28 ``subscriptions/listen``) over memory, stdio and HTTP:
+the acknowledgement first, then only the requested kinds of change, each tagged with the
+listen's subscription id; leaving the block ends the subscription and the session goes on."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from mcpkit import CapabilityNotSupported
+from mcpkit.client import Client
+from tests.support.http import LiveServer, everything_server
+
+EVERYTHING = Path(__file__).resolve().parents[1] / "examples" / "everything.py"
+SUB = "io.modelcontextprotocol/subscriptionId"
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+async def _exercise(target: Any) -> None:
+    async with Client(target, mode="stateless") as client:
+        with anyio.fail_after(15):
+            async with client.listen(tools=True) as changes:
+                ack = await changes.receive()
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                assert ack["params"]["notifications"] == {"toolsListChanged": True}
+                sub = ack["params"]["_meta"][SUB]
+                await client.call_tool("test_trigger_prompt_change")  # not asked for
+                await client.call_tool("test_trigger_tool_change")
+                note = await changes.receive()
+                assert note["method"] == "notifications/tools/list_changed"
+                assert note["params"]["_meta"][SUB] == sub
+            assert (await client.call_tool("echo", {"text": "after"})).text == "after"
+
+
+@pytest.mark.anyio
+async def test_listen_in_memory() -> None:
+    await _exercise(everything_server())
+
+
+@pytest.mark.anyio
+async def test_listen_over_stdio() -> None:
+    await _exercise([sys.executable, str(EVERYTHING)])
+
+
+@pytest.mark.anyio
+async def test_listen_over_http() -> None:
+    server = everything_server()
+    with LiveServer(server.asgi_app()) as live:
+        await _exercise(live.url)
+        with anyio.fail_after(10):  # the listen's stream was closed: its handler ended
+            while server._listeners:
+                await anyio.sleep(0.02)
+
+
+@pytest.mark.anyio
+async def test_listen_needs_the_stateless_revision() -> None:
+    async with Client(everything_server(), protocol_version="2025-11-25") as client:
+        with pytest.raises(CapabilityNotSupported):
+            async with client.listen(tools=True):
+                pass
