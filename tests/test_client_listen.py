@@ -58,7 +58,7 @@ async def test_listen_over_http() -> None:
         deadline = anyio.current_time() + 10  # the listen's stream was closed: its
         while server._listeners:  # handler ended (polled: no event to wait on)
             assert anyio.current_time() < deadline, "the listen handler is still running"
-            await anyio.sleep(0.02)  # noqa: ASYNC110
+            await anyio.sleep(0.02)
 
 
 @pytest.mark.anyio
