@@ -69,6 +69,7 @@ class HttpClientStream:
         self._init_message: dict[str, Any] | None = None
         self.param_headers: dict[str, dict[str, str]] = {}  # tool -> {param: x-mcp-header}
         self._modern_posts: dict[Any, anyio.CancelScope] = {}  # 2026 request id -> its POST
+        self._id_alias: dict[str, Any] = {}  # re-issued request id -> the original id
         self.legacy_endpoint: str | None = None  # set when talking HTTP+SSE (2024-11-05)
         self._legacy_tried = False
         self._get_started = False
@@ -162,7 +163,7 @@ class HttpClientStream:
                 with anyio.CancelScope() as scope:
                     self._modern_posts[rid] = scope
                     try:
-                        await self._post(line, msg, retry_on_404=True)
+                        await self._post_reissuing(line, msg)
                     finally:
                         self._modern_posts.pop(rid, None)
             else:
@@ -172,6 +173,26 @@ class HttpClientStream:
         except Exception as exc:
             log.exception("POST failed")
             await self._fail(msg, f"HTTP transport failure: {exc}")
+
+    async def _post_reissuing(self, line: bytes, msg: dict[str, Any]) -> None:
+        """A 2026-07-28 request: there is no resumption, so if its answer stream breaks
+        before the answer, the request is sent again as a new request (a new id; the
+        answer is handed back under the original id)."""
+        original = msg["id"]
+        for attempt in range(1, 4):
+            try:
+                await self._post(line, msg, retry_on_404=False)
+                return
+            except (_StreamBroke, httpx.ReadError, httpx.RemoteProtocolError):
+                if self._closed:
+                    return
+                log.info("the answer stream of request %r broke; sending it again", original)
+            new_id = f"{original}~{attempt}"
+            self._id_alias[new_id] = original
+            msg = {**msg, "id": new_id}
+            line = orjson.dumps(msg)
+        await self._fail({"id": original, "method": "?"},
+                         "the server's answer stream broke three times; giving up")
 
     async def _post(self, line: bytes, msg: Any, *, retry_on_404: bool) -> None:
         if self.legacy_endpoint is not None:
@@ -246,6 +267,9 @@ class HttpClientStream:
             return False
         if isinstance(obj, dict) and obj.get("id") == _REINIT_ID:
             return True  # the answer to our own re-initialize
+        if isinstance(obj, dict) and "method" not in obj and obj.get("id") in self._id_alias:
+            obj["id"] = self._id_alias.pop(obj["id"])  # the answer to a re-issued request
+            data = orjson.dumps(obj)
         if is_init and isinstance(obj, dict) and isinstance(obj.get("result"), dict):
             version = obj["result"].get("protocolVersion")
             if isinstance(version, str):
@@ -258,6 +282,9 @@ class HttpClientStream:
         got_response = await self._consume(resp, parser, request_id, is_init)
         resumes = 0
         while not got_response and request_id is not None and not self._closed:
+            if (parser.last_event_id is None and request_id in self._modern_posts) or (
+                    request_id in self._id_alias):
+                raise _StreamBroke  # 2026-07-28: re-issued by _post_reissuing
             if parser.last_event_id is None or resumes >= self.max_resumes:
                 await self._fail({"id": request_id, "method": "?"},
                                  "the server closed the response stream before answering")
@@ -400,6 +427,10 @@ def _is_handshake(line: bytes) -> bool:
         return False
     return isinstance(msg, dict) and msg.get("method") in ("initialize",
                                                            "notifications/initialized")
+
+
+class _StreamBroke(Exception):
+    """A 2026-07-28 answer stream ended before the answer (no resumption exists)."""
 
 
 def _cancelled_id(line: bytes) -> Any:
