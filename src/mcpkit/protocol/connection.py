@@ -62,7 +62,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
-from .stateless import REMOVED_IN_STATELESS, RequestMeta, is_modern, read_meta, stamp
+from .stateless import RequestMeta, is_modern, read_meta, stamp
 from .versions import (
     LATEST_STATEFUL,
     REVISIONS,
@@ -479,21 +479,9 @@ class Connection:
             if method == "initialize":
                 self._on_initialize(rid, params, events)
                 return
-            rev = self.revision
-            if rev is not None and method not in rev.client_requests:
-                self._answer_error(rid, _method_not_found(method, rev), batch, events)
-                return
-            cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
-            if cap is not None and not has_capability(self.capabilities, cap):
-                self._answer_error(
-                    rid,
-                    MethodNotFound(
-                        f"Method not found: '{method}' is not offered by this server (it does "
-                        f"not declare the '{cap}' capability)."
-                    ),
-                    batch,
-                    events,
-                )
+            refused = self._server_refuses(method, self.revision)
+            if refused is not None:
+                self._answer_error(rid, refused, batch, events)
                 return
         else:
             rev = self.revision
@@ -541,6 +529,19 @@ class Connection:
             return
         events.append(RequestReceived(rid, method, params))
 
+    def _server_refuses(self, method: str, rev: Revision | None) -> MethodNotFound | None:
+        """Server: why ``method`` cannot be served in ``rev`` (unknown there, or gated by a
+        capability this server did not declare), or None."""
+        if rev is not None and method not in rev.client_requests:
+            return _method_not_found(method, rev)
+        cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+        if cap is not None and not has_capability(self.capabilities, cap):
+            return MethodNotFound(
+                f"Method not found: '{method}' is not offered by this server (it does "
+                f"not declare the '{cap}' capability)."
+            )
+        return None
+
     def _on_modern_request(
         self,
         rid: RequestId,
@@ -558,20 +559,9 @@ class Connection:
             return
         assert meta is not None
         rev = meta.revision
-        if method in REMOVED_IN_STATELESS or method not in rev.client_requests:
-            self._answer_error(rid, _method_not_found(method, rev), batch, events)
-            return
-        cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
-        if cap is not None and not has_capability(self.capabilities, cap):
-            self._answer_error(
-                rid,
-                MethodNotFound(
-                    f"Method not found: '{method}' is not offered by this server (it does "
-                    f"not declare the '{cap}' capability)."
-                ),
-                batch,
-                events,
-            )
+        refused = self._server_refuses(method, rev)
+        if refused is not None:
+            self._answer_error(rid, refused, batch, events)
             return
         token = params["_meta"].get("progressToken")
         if token is not None and not is_valid_id(token):
@@ -602,21 +592,8 @@ class Connection:
         if not isinstance(info, dict) or not isinstance(info.get("name"), str):
             problems.append("'clientInfo' with 'name' and 'version' is required")
         if problems:
-            self._outbox.append(
-                Outgoing(
-                    encode(
-                        error_msg(
-                            rid,
-                            InvalidParams(
-                                "Invalid params for initialize: " + "; ".join(problems) + "."
-                            ).to_error(),
-                        )
-                    ),
-                    rid,
-                    True,
-                )
-            )
-            events.append(ProtocolViolation(InvalidParams("bad initialize params")))
+            self._answer_error(rid, InvalidParams(
+                "Invalid params for initialize: " + "; ".join(problems) + "."), None, events)
             return
         assert isinstance(caps, dict) and isinstance(info, dict)
         chosen = negotiate(version, self.versions)

@@ -40,19 +40,6 @@ CACHEABLE: Final = frozenset(
     }
 )
 MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
-REMOVED_IN_STATELESS: Final = frozenset(
-    {
-        "initialize",
-        "ping",
-        "logging/setLevel",
-        "resources/subscribe",
-        "resources/unsubscribe",
-        "tasks/get",
-        "tasks/result",
-        "tasks/list",
-        "tasks/cancel",
-    }
-)
 
 
 @dataclass(slots=True, frozen=True)
@@ -94,6 +81,9 @@ def read_meta(params: dict[str, Any],
             f"Invalid params: _meta['{CLIENT_CAPABILITIES}'] (an object, may be empty) is "
             "required on every request of this revision."
         )
+    level = meta.get(LOG_LEVEL)
+    if level is not None and (not isinstance(level, str) or level not in LOG_LEVEL_RANK):
+        raise InvalidParams(f"Invalid params: unknown _meta['{LOG_LEVEL}'] {level!r}.")
     if supported is None:
         return None
     if version not in supported:
@@ -103,9 +93,6 @@ def read_meta(params: dict[str, Any],
             {"supported": list(supported), "requested": version},
         )
     info = meta.get(CLIENT_INFO)
-    level = meta.get(LOG_LEVEL)
-    if level is not None and (not isinstance(level, str) or level not in LOG_LEVEL_RANK):
-        raise InvalidParams(f"Invalid params: unknown _meta['{LOG_LEVEL}'] {level!r}.")
     return RequestMeta(REVISIONS[version], caps, info if isinstance(info, dict) else {}, level)
 
 

@@ -34,7 +34,7 @@ import anyio.lowlevel
 import orjson
 
 from ..protocol.connection import Connection, Outgoing, RequestReceived
-from ..protocol.errors import ProtocolError
+from ..protocol.errors import HeaderMismatch, ProtocolError
 from ..protocol.jsonrpc import RequestId, is_valid_id
 from ..protocol.sse import encode_event
 from ..protocol.stateless import PROTOCOL_VERSION, is_modern, read_meta
@@ -372,24 +372,35 @@ def _modern_status(data: bytes) -> int:
     return 400 if code in (-32600, -32020, -32021, -32022, -32700) else 200
 
 
-async def _first_unless_gone(stream: _Stream, receive: Receive) -> tuple[bytes, bool] | None:
-    """The stream's first message, or None if the client disconnected before it came (the
-    body was read already, so the next ASGI message can only be the disconnect).
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
 
-    Uses one plain asyncio task as the disconnect watcher (an anyio task group here cost
-    more than the rest of a stateless request)."""
+
+def _watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:
+    """A plain asyncio task calling ``on_gone`` when the client disconnects (the request
+    body was read already, so the next ASGI message can only be the disconnect); the
+    caller cancels it when done. (An anyio task group here cost more than the request.)"""
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        on_gone()
+
+    return asyncio.get_running_loop().create_task(watch())
+
+
+async def _first_unless_gone(stream: _Stream, receive: Receive) -> tuple[bytes, bool] | None:
+    """The stream's first message, or None if the client disconnected before it came."""
     if stream.queue:
         return stream.queue[0]
     gone = False
 
-    async def watch() -> None:
+    def went() -> None:
         nonlocal gone
-        while (await receive())["type"] != "http.disconnect":
-            pass
         gone = True
         stream.wakeup.set()
 
-    watcher = asyncio.get_running_loop().create_task(watch())
+    watcher = _watch_disconnect(receive, went)
     try:
         while not stream.queue and not gone:
             await stream.wakeup.wait()
@@ -397,6 +408,21 @@ async def _first_unless_gone(stream: _Stream, receive: Receive) -> tuple[bytes, 
     finally:
         watcher.cancel()
     return None if gone and not stream.queue else stream.queue[0]
+
+
+async def relay(stream: _Stream, send: Send, is_gone: Callable[[], bool]) -> None:
+    """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
+    final message, the client's departure, or the end of its session."""
+    done = False
+    while not done and not is_gone() and not stream.closed:
+        while not stream.queue and not is_gone() and not stream.closed:
+            await stream.wakeup.wait()
+            stream.wakeup = asyncio.Event()
+        batch, stream.queue = stream.queue, []
+        for data, final in batch:
+            await send({"type": "http.response.body", "body": encode_event(data),
+                        "more_body": True})
+            done = done or final
 
 
 class _Refused(Exception):
@@ -736,18 +762,18 @@ class StreamableHTTPApp:
             return
         mismatch = _header_mismatch(obj, params, headers, self.param_headers)
         if mismatch:
-            body: dict[str, Any] = {"jsonrpc": "2.0", "error": {
-                "code": -32020, "message": f"Header mismatch: {mismatch}. Send the MCP-Protocol-"
-                "Version, Mcp-Method and Mcp-Name headers with the same values as the body."}}
-            if is_valid_id(rid):
-                body["id"] = rid
-            await _respond(send, 400, orjson.dumps(body))
+            await _respond(send, 400, _error_with_id(rid, HeaderMismatch(
+                f"Header mismatch: {mismatch}. Send the MCP-Protocol-Version, Mcp-Method and "
+                "Mcp-Name headers with the same values as the body.")))
             return
-        try:
-            read_meta(params)  # a version this server does not serve: -32022 (HTTP 400)
-        except ProtocolError as exc:
-            await _respond(send, 400, _error_with_id(rid, exc))
-            return
+        # From here the connection judges the request (an unsupported version is its -32022,
+        # which _modern_status answers with 400); a notification is only checked here.
+        if not is_valid_id(rid):
+            try:
+                read_meta(params)
+            except ProtocolError as exc:
+                await _respond(send, 400, _error_with_id(rid, exc))
+                return
         session = HttpSession(self.new_connection(), "", self.config.event_store,
                               on_request=self.on_request, on_notification=self.on_notification)
         if not is_valid_id(rid):
@@ -773,36 +799,23 @@ class StreamableHTTPApp:
             session.close()  # ends the handler if the client went away first
 
     async def _sse_modern(self, stream: _Stream, send: Send, receive: Receive) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no")]})
-        gone = asyncio.Event()
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        gone = False
 
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
+        def went() -> None:
+            nonlocal gone
+            gone = True
             stream.wakeup.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
-            try:
-                done = False
-                while not done and not gone.is_set() and not stream.closed:
-                    while not stream.queue and not gone.is_set() and not stream.closed:
-                        await stream.wakeup.wait()
-                        stream.wakeup = asyncio.Event()
-                    batch, stream.queue = stream.queue, []
-                    for data, final in batch:
-                        await send({"type": "http.response.body", "body": encode_event(data),
-                                    "more_body": True})
-                        done = done or final
-                if not gone.is_set():
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except OSError:
-                pass
-            finally:
-                tg.cancel_scope.cancel()
+        watcher = _watch_disconnect(receive, went)
+        try:
+            await relay(stream, send, lambda: gone)
+            if not gone:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+        finally:
+            watcher.cancel()
 
     async def _initialize(self, obj: Any, send: Send) -> None:
         self._expire_idle()
@@ -856,51 +869,42 @@ class StreamableHTTPApp:
                    skip_through: int | None,
                    replay: list[tuple[str, bytes]] | None = None) -> None:
         retry = self.config.retry_ms
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no")]})
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         first = True
-        disconnected = asyncio.Event()
 
-        async def watch() -> None:
-            while True:
-                message = await receive()
-                if message["type"] == "http.disconnect":
-                    disconnected.set()
-                    listener.gone = True
-                    listener.wakeup.set()
-                    return
+        def went() -> None:
+            listener.gone = True
+            listener.wakeup.set()
 
-        async with anyio.create_task_group() as tg:
-            tg.start_soon(watch)
-            try:
-                for event_id, data in replay or ():
-                    if data:
-                        await send({"type": "http.response.body", "body": encode_event(
-                            data, event_id), "more_body": True})
-                done = stream.done and stream.finished.is_set() and not listener.items
-                while not done and not listener.gone:
-                    items = await listener.take() if not listener.gone else []
-                    if listener.gone:
-                        break
-                    for event_id, data, final in items:
-                        seq = int(event_id.rpartition("_")[2])
-                        if skip_through is not None and seq <= skip_through:
-                            continue
-                        chunk = encode_event(data, event_id, retry if first else None)
-                        first = False
-                        await send({"type": "http.response.body", "body": chunk,
-                                    "more_body": True})
-                        if final:
-                            done = True
-                if not listener.gone:
-                    await send({"type": "http.response.body", "body": b"", "more_body": False})
-            except OSError:
-                pass  # the client went away; the stream keeps storing for resumption
-            finally:
-                if stream.listener is listener:
-                    stream.listener = None
-                tg.cancel_scope.cancel()
+        watcher = _watch_disconnect(receive, went)
+        try:
+            for event_id, data in replay or ():
+                if data:
+                    await send({"type": "http.response.body", "body": encode_event(
+                        data, event_id), "more_body": True})
+            done = stream.done and stream.finished.is_set() and not listener.items
+            while not done and not listener.gone:
+                items = await listener.take() if not listener.gone else []
+                if listener.gone:
+                    break
+                for event_id, data, final in items:
+                    seq = int(event_id.rpartition("_")[2])
+                    if skip_through is not None and seq <= skip_through:
+                        continue
+                    chunk = encode_event(data, event_id, retry if first else None)
+                    first = False
+                    await send({"type": "http.response.body", "body": chunk,
+                                "more_body": True})
+                    if final:
+                        done = True
+            if not listener.gone:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away; the stream keeps storing for resumption
+        finally:
+            if stream.listener is listener:
+                stream.listener = None
+            watcher.cancel()
 
     # ------------------------------------------------------------------ GET / DELETE
 

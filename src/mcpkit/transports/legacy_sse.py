@@ -9,15 +9,22 @@ Origin/Host checks and body limits are those of the Streamable HTTP app it sits 
 
 from __future__ import annotations
 
-import asyncio
 import secrets
 from typing import TYPE_CHECKING, Any
 
-import anyio
 import orjson
 
-from ..protocol.sse import encode_event
-from .http_server import HttpSession, Receive, Scope, Send, _headers, _Listener, _Refused
+from .http_server import (
+    SSE_HEADERS,
+    HttpSession,
+    Receive,
+    Scope,
+    Send,
+    _headers,
+    _Refused,
+    _watch_disconnect,
+    relay,
+)
 from .http_server import _respond as respond
 from .http_server import _Stream as Stream
 
@@ -63,38 +70,29 @@ class LegacySSE:
                               on_request=app.on_request, on_notification=app.on_notification)
         stream = Stream(session, session.new_stream_id(), standalone=True)
         session.standalone = stream
-        listener = _Listener()
         self.sessions[sid] = session
         if app.on_session is not None:
             app.on_session(session, True)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={sid}"
-        await send({"type": "http.response.start", "status": 200, "headers": [
-            (b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache")]})
+        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
         await send({"type": "http.response.body", "more_body": True,
                     "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
 
-        async def watch() -> None:
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            listener.gone = True
-            listener.wakeup.set()
+        gone = False
 
+        def went() -> None:
+            nonlocal gone
+            gone = True
+            stream.wakeup.set()
+
+        watcher = _watch_disconnect(receive, went)
         try:
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(watch)
-                while not listener.gone and not stream.closed:
-                    while not stream.queue and not listener.gone and not stream.closed:
-                        await stream.wakeup.wait()
-                        stream.wakeup = asyncio.Event()
-                    batch, stream.queue = stream.queue, []
-                    for data, _final in batch:
-                        await send({"type": "http.response.body", "more_body": True,
-                                    "body": encode_event(data)})
-                tg.cancel_scope.cancel()
+            await relay(stream, send, lambda: gone)
         except OSError:
             pass
         finally:
+            watcher.cancel()
             self.sessions.pop(sid, None)
             session.close()
             if app.on_session is not None:
