@@ -35,6 +35,7 @@ import pytest
 from mcpkit import RemoteError, RequestTimeout
 from mcpkit.client import Client, HandshakeError
 from mcpkit.client import types as t
+from tests.support.recording import Recording
 from tests.support.schemas import WireChecker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +66,7 @@ def at_least(version: str, minimum: str) -> bool:
 
 
 @dataclass
-class Recorder:
+class Recorder(Recording):
     """What mcpkit's client handlers saw, and what they answer."""
 
     sampling: list[dict[str, Any]] = field(default_factory=list)
@@ -78,22 +79,8 @@ class Recorder:
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
     sampling_reply: Callable[[dict[str, Any]], dict[str, Any]] | None = None
 
-    def __post_init__(self) -> None:
-        self._changed = anyio.Event()
 
-    def _record(self, bucket: list[Any], item: Any) -> None:
-        bucket.append(item)
-        self._changed.set()
-        self._changed = anyio.Event()
 
-    async def wait_until(self, predicate: Callable[[], bool], what: str,
-                         timeout: float = 5.0) -> None:
-        try:
-            with anyio.fail_after(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
     async def on_sampling(self, params: dict[str, Any]) -> dict[str, Any]:
         self._record(self.sampling, params)

@@ -68,6 +68,7 @@ from mcpkit.client import types as t
 from mcpkit.session import ByteStream
 from mcpkit.transports.http_client import HttpClientStream
 from tests.support.asgi_tap import AsgiTap, read_log
+from tests.support.recording import Recording
 from tests.support.schemas import WireChecker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -299,7 +300,7 @@ async def session_is_gone(url: str, sid: str, version: str) -> None:
 
 
 @dataclass
-class Callbacks:
+class Callbacks(Recording):
     """What the official client's callbacks saw."""
 
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
@@ -309,22 +310,8 @@ class Callbacks:
     updated: list[str] = field(default_factory=list)
     transport_errors: list[Exception] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self._changed = anyio.Event()
 
-    def _record(self, bucket: list[Any], item: Any) -> None:
-        bucket.append(item)
-        self._changed.set()
-        self._changed = anyio.Event()
 
-    async def wait_until(self, predicate: Callable[[], bool], what: str,
-                         timeout: float = 5.0) -> None:
-        try:
-            with anyio.fail_after(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self._record(self.progress, (progress, total, message))
@@ -766,7 +753,7 @@ async def test_official_client_cancels_over_http(monkeypatch: pytest.MonkeyPatch
 
 
 @dataclass
-class Recorder:
+class Recorder(Recording):
     """What mcpkit's client handlers saw."""
 
     sampling: list[dict[str, Any]] = field(default_factory=list)
@@ -776,22 +763,8 @@ class Recorder:
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
     roots_asked: int = 0
 
-    def __post_init__(self) -> None:
-        self._changed = anyio.Event()
 
-    def _record(self, bucket: list[Any], item: Any) -> None:
-        bucket.append(item)
-        self._changed.set()
-        self._changed = anyio.Event()
 
-    async def wait_until(self, predicate: Callable[[], bool], what: str,
-                         timeout: float = 5.0) -> None:
-        try:
-            with anyio.fail_after(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
     async def on_sampling(self, params: dict[str, Any]) -> dict[str, Any]:
         self._record(self.sampling, params)

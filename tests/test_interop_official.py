@@ -22,7 +22,7 @@ import json
 import sys
 import tempfile
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +39,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 
+from tests.support.recording import Recording
 from tests.support.schemas import WireChecker
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -73,7 +74,7 @@ def at_least(version: str, minimum: str) -> bool:
 
 
 @dataclass
-class Callbacks:
+class Callbacks(Recording):
     """What the official client's callbacks saw."""
 
     progress: list[tuple[float, float | None, str | None]] = field(default_factory=list)
@@ -84,23 +85,8 @@ class Callbacks:
     updated: list[str] = field(default_factory=list)  # notifications/resources/updated uris
     transport_errors: list[Exception] = field(default_factory=list)
 
-    def __post_init__(self) -> None:
-        self._changed = anyio.Event()
 
-    def _record(self, bucket: list[Any], item: Any) -> None:
-        bucket.append(item)
-        self._changed.set()
-        self._changed = anyio.Event()
 
-    async def wait_until(self, predicate: Callable[[], bool], what: str,
-                         timeout: float = 5.0) -> None:
-        """Callbacks run in tasks the client spawns, so they may land just after a result."""
-        try:
-            with anyio.fail_after(timeout):
-                while not predicate():
-                    await self._changed.wait()
-        except TimeoutError:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}") from None
 
     async def on_progress(self, progress: float, total: float | None, message: str | None) -> None:
         self._record(self.progress, (progress, total, message))
