@@ -34,13 +34,16 @@ def make_instance(store: SQLiteSessionStore | None) -> Any:
     return server.asgi_app(session_store=store) if store else server.asgi_app()
 
 
-async def post(app: Any, rid: int, params: dict[str, Any]) -> tuple[int, dict[str, Any]]:
-    body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": "tools/call",
+async def post(app: Any, rid: int, params: dict[str, Any], method: str = "tools/call",
+               name: str | None = "greet") -> tuple[int, dict[str, Any]]:
+    """One 2026-07-28 POST straight into the ASGI app: (status, JSON body)."""
+    body = orjson.dumps({"jsonrpc": "2.0", "id": rid, "method": method,
                          "params": {**params, "_meta": META}})
     headers = [(b"host", b"localhost"), (b"content-type", b"application/json"),
                (b"accept", b"application/json, text/event-stream"),
-               (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", b"tools/call"),
-               (b"mcp-name", b"greet")]
+               (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", method.encode())]
+    if name:
+        headers.append((b"mcp-name", name.encode()))
     sent: list[dict[str, Any]] = []
     messages = [{"type": "http.request", "body": body}]
 
@@ -90,29 +93,8 @@ def test_caching_hints_per_resource_and_server_defaults() -> None:
     app = server.asgi_app()
 
     async def call(method: str, params: dict[str, Any], name: str | None) -> dict[str, Any]:
-        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": method,
-                             "params": {**params, "_meta": META}})
-        headers = [(b"host", b"localhost"), (b"content-type", b"application/json"),
-                   (b"accept", b"application/json, text/event-stream"),
-                   (b"mcp-protocol-version", b"2026-07-28"), (b"mcp-method", method.encode())]
-        if name:
-            headers.append((b"mcp-name", name.encode()))
-        sent: list[dict[str, Any]] = []
-        messages = [{"type": "http.request", "body": body}]
-
-        async def receive() -> dict[str, Any]:
-            if messages:
-                return messages.pop(0)
-            await asyncio.sleep(3600)
-            return {"type": "http.disconnect"}
-
-        async def send(message: dict[str, Any]) -> None:
-            sent.append(message)
-
-        scope = {"type": "http", "method": "POST", "path": "/mcp", "headers": headers,
-                 "client": ("127.0.0.1", 1)}
-        await asyncio.wait_for(app(scope, receive, send), 10)
-        result: dict[str, Any] = orjson.loads(sent[1]["body"])["result"]
+        _, reply = await post(app, 1, params, method, name)
+        result: dict[str, Any] = reply["result"]
         return result
 
     async def run() -> None:
