@@ -188,6 +188,7 @@ class Client:
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
         self._output_schemas: dict[str, Any] = {}
+        self._output_validators: dict[str, Any] = {}
         self._progress_ids = itertools.count(1)  # progress tokens: unique per session
         self.server_info: JSONObject = {}
         self.server_capabilities: JSONObject = {}
@@ -492,6 +493,7 @@ class Client:
                 await res
         if event.method == "notifications/tools/list_changed":
             self._output_schemas.clear()
+            self._output_validators.clear()
         if self._on_notification is not None:
             res = self._on_notification(event.method, event.params)
             if res is not None:
@@ -585,6 +587,7 @@ class Client:
                 headers[tool.name] = declared
             kept.append(tool)
         self._output_schemas = {tool.name: tool.output_schema for tool in kept}
+        self._output_validators.clear()
         if self.stream is not None and hasattr(self.stream, "param_headers"):
             self.stream.param_headers = headers
         return kept
@@ -627,9 +630,11 @@ class Client:
             raise OutputSchemaError(
                 f"tool {name!r} declares an outputSchema but returned no structuredContent"
             )
-        import jsonschema_rs
+        validator = self._output_validators.get(name)
+        if validator is None:  # compiled once per tool (until the tool list changes)
+            import jsonschema_rs
 
-        validator = jsonschema_rs.validator_for(schema)
+            validator = self._output_validators[name] = jsonschema_rs.validator_for(schema)
         errors = [e.message for e in validator.iter_errors(result.structured_content)]
         if errors:
             raise OutputSchemaError(

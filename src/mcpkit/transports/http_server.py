@@ -36,6 +36,7 @@ import orjson
 from ..protocol.connection import Connection, Outgoing, RequestReceived
 from ..protocol.errors import HeaderMismatch, ProtocolError
 from ..protocol.jsonrpc import RequestId, is_valid_id
+from ..protocol.lifecycle import State
 from ..protocol.sse import encode_event
 from ..protocol.stateless import PROTOCOL_VERSION, is_modern, read_meta
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
@@ -615,8 +616,13 @@ class StreamableHTTPApp:
 
     async def _persist(self, session: HttpSession) -> None:
         """Save the session's handshake state when it changed (initialized, log level)."""
-        snap = session.conn.snapshot()
-        if snap != session.saved:
+        conn, saved = session.conn, session.saved
+        if saved is not None and saved["log_level"] == conn.log_level and saved["ready"] == (
+            conn.state is State.READY
+        ):
+            return  # the common case, checked without building a snapshot
+        snap = conn.snapshot()
+        if snap != saved:
             session.saved = snap
             await self.config.session_store.save(session.session_id, snap)
 
