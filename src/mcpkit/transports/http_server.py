@@ -34,7 +34,7 @@ import anyio.lowlevel
 import orjson
 
 from ..protocol.connection import Connection, Outgoing, RequestReceived
-from ..protocol.errors import HeaderMismatch, ProtocolError
+from ..protocol.errors import HeaderMismatch, InvalidRequest, ProtocolError
 from ..protocol.jsonrpc import RequestId, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.sse import encode_event
@@ -707,7 +707,7 @@ class StreamableHTTPApp:
             await self._post_modern(obj, headers, send, receive)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
-        if is_init:
+        if is_init and "mcp-session-id" not in headers:
             if isinstance(obj, list):
                 raise _Refused(400, "Invalid request: 'initialize' must not be in a batch.")
             await self._initialize(obj, send)
@@ -761,6 +761,11 @@ class StreamableHTTPApp:
         if not isinstance(params, dict):
             params = {}
         rid = obj.get("id")
+        if not isinstance(obj.get("method"), str):
+            await _respond(send, 400, _error_with_id(rid, InvalidRequest(
+                "Invalid Request: a request needs a string 'method' (a client sends only "
+                "requests and notifications to this endpoint).")))
+            return
         try:
             read_meta(params, None)  # missing/partial _meta: -32602 (HTTP 400)
         except ProtocolError as exc:
