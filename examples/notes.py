@@ -21,11 +21,15 @@ from mcpkit import ResourceNotFound, Server, ToolError
 
 
 class Note(BaseModel):
-    id: int = Field(description="The note's id; pass it to get_note or delete_note.")
+    id: int = Field(description="The note's id; pass it to notes_get or notes_delete.")
     title: str
     body: str
     tags: list[str] = []
     created: str = Field(description="Creation time, ISO 8601 (UTC).")
+
+
+class Deleted(BaseModel):
+    deleted: int = Field(description="The id of the note that was deleted.")
 
 
 class SearchResult(BaseModel):
@@ -76,8 +80,9 @@ def _note(row: sqlite3.Row) -> Note:
 
 
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": False})
-def add_note(title: str, body: str, tags: list[str] | None = None) -> Note:
+def notes_add(title: str, body: str, tags: list[str] | None = None) -> Note:
     """Save a new note. Use when the user asks to remember or write something down.
+    Returns the saved note with its id and creation time.
 
     Args:
         title: A short title (at most 200 characters).
@@ -98,8 +103,9 @@ def add_note(title: str, body: str, tags: list[str] | None = None) -> Note:
 
 
 @server.tool(annotations={"readOnlyHint": True})
-def search_notes(query: str = "", tag: str | None = None, limit: int = 10) -> SearchResult:
-    """Find notes whose title or body contains the query (case-insensitive), newest first.
+def notes_search(query: str = "", tag: str | None = None, limit: int = 10) -> SearchResult:
+    """Use this to find notes whose title or body contains the query (case-insensitive).
+    Returns the matching notes, newest first, and how many matched in all.
 
     Args:
         query: Text to look for; empty matches every note.
@@ -121,23 +127,27 @@ def search_notes(query: str = "", tag: str | None = None, limit: int = 10) -> Se
 
 
 @server.tool(annotations={"readOnlyHint": True})
-def get_note(note_id: int) -> Note:
-    """Read one note by id (ids come from search_notes or add_note)."""
+def notes_get(note_id: int) -> Note:
+    """Use this to read one note in full when you know its id (ids come from notes_search
+    or notes_add). Returns the note: title, body, tags and creation time."""
     row = _db().execute("SELECT * FROM notes WHERE id = ?", (note_id,)).fetchone()
     if row is None:
-        raise ToolError(f"no note with id {note_id}; use search_notes to find ids.")
+        raise ToolError(f"no note with id {note_id}; use notes_search to find ids.")
     return _note(row)
 
 
-@server.tool(annotations={"destructiveHint": True, "idempotentHint": True})
-def delete_note(note_id: int) -> str:
-    """Delete a note for good. Only when the user explicitly asks to delete it."""
+@server.tool(annotations={"readOnlyHint": False, "destructiveHint": True,
+                          "idempotentHint": True})
+def notes_delete(note_id: int) -> Deleted:
+    """Delete a note for good. Use only when the user explicitly asks to delete it.
+    Returns the id of the deleted note."""
     db = _db()
     cur = db.execute("DELETE FROM notes WHERE id = ?", (note_id,))
     db.commit()
     if cur.rowcount == 0:
-        raise ToolError(f"no note with id {note_id}; nothing was deleted.")
-    return f"Deleted note {note_id}."
+        raise ToolError(f"no note with id {note_id}; nothing was deleted. Use notes_search "
+                        "to find the id.")
+    return Deleted(deleted=note_id)
 
 
 @server.resource("notes://{note_id}", mime_type="text/markdown", name="note")
@@ -161,7 +171,7 @@ def summarize_notes(topic: str) -> str:
     Args:
         topic: What the summary should be about.
     """
-    return (f"Use search_notes to find my notes about {topic!r}, then summarise them in a "
+    return (f"Use notes_search to find my notes about {topic!r}, then summarise them in a "
             "few bullet points, citing note ids.")
 
 

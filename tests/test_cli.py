@@ -229,18 +229,18 @@ def test_prompt_missing_argument_exits_1() -> None:
 
 def test_run_notes_server(tmp_path: Path) -> None:
     env = {"MCPKIT_NOTES_DB": str(tmp_path / "notes.db")}
-    added = json.loads(ok("call", "--json", "--stdio", NOTES, "add_note", "title=Buy milk",
+    added = json.loads(ok("call", "--json", "--stdio", NOTES, "notes_add", "title=Buy milk",
                           "body=two litres, semi-skimmed", 'tags=["Shopping"]', env=env))
     note = added["structuredContent"]
     assert note["title"] == "Buy milk" and note["tags"] == ["shopping"]
     assert (tmp_path / "notes.db").exists()
 
-    found = json.loads(ok("call", "--json", "--stdio", NOTES, "search_notes", "query=milk",
+    found = json.loads(ok("call", "--json", "--stdio", NOTES, "notes_search", "query=milk",
                           env=env))
     assert found["structuredContent"]["total"] == 1
     assert [n["id"] for n in found["structuredContent"]["notes"]] == [note["id"]]
 
-    none = json.loads(ok("call", "--json", "--stdio", NOTES, "search_notes", "query=bread",
+    none = json.loads(ok("call", "--json", "--stdio", NOTES, "notes_search", "query=bread",
                          env=env))
     assert none["structuredContent"] == {"notes": [], "total": 0}
 
