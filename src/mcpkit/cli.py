@@ -5,11 +5,15 @@
     mcpkit call TARGET TOOL [--args JSON | key=value ...]
     mcpkit read TARGET URI
     mcpkit prompt TARGET NAME [--args JSON | key=value ...]
+    mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv]
+                        [--out FILE] [--call-tools none|readonly|all]
+                        [--fail-on must|should|lint|never]
 
 TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
 (tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
 success, 1 when the server answered with an error or a tool result has ``isError``, 2 for
-usage errors (bad target, bad JSON, unknown tool).
+usage errors (bad target, bad JSON, unknown tool). ``check`` exits 1 when a finding at
+the ``--fail-on`` level failed, so it drops into CI.
 """
 
 from __future__ import annotations
@@ -304,7 +308,57 @@ def _parser() -> argparse.ArgumentParser:
         if name != "read":
             sp.add_argument("--args", metavar="JSON", help="arguments as a JSON object")
         sp.add_argument("rest", nargs="*", metavar="ARG")
+    chk = sub.add_parser("check", help="judge a server against the protocol and design rules")
+    chk.add_argument("--stdio", metavar="COMMAND", help="launch the server with COMMAND")
+    chk.add_argument("--era", choices=["stateful", "stateless", "both"], default="both")
+    chk.add_argument("--format", choices=["text", "json", "markdown", "html", "csv"],
+                     default="text")
+    chk.add_argument("--out", metavar="FILE", help="write the report to FILE")
+    chk.add_argument("--call-tools", choices=["none", "readonly", "all"], default="readonly",
+                     help="which tools may be called: none; readonly (default: tools annotated "
+                     "readOnlyHint, and only with arguments their schema rejects); all")
+    chk.add_argument("--fail-on", choices=["must", "should", "lint", "never"], default="must",
+                     help="exit 1 when a finding at this level (or worse) failed")
+    chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    chk.add_argument("--header", action="append", default=[], metavar="NAME: VALUE",
+                     help="extra HTTP header (e.g. Authorization), repeatable")
+    chk.add_argument("rest", nargs="*", metavar="URL")
     return p
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    import anyio
+
+    from .check import Target, run_check
+    from .check.report import render
+
+    target_spec, rest = _target(args, args.rest)
+    if rest:
+        raise UsageError(f"unexpected arguments: {' '.join(rest)}")
+    headers = {}
+    for item in args.header:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header wants 'Name: value', got {item!r}")
+        headers[name.strip()] = value.strip()
+    if isinstance(target_spec, list):
+        target = Target(command=target_spec, timeout=args.timeout)
+    else:
+        target = Target(url=target_spec, headers=headers, timeout=args.timeout)
+    report = anyio.run(run_check, target, args.era, args.call_tools)
+    color = args.out is None and args.format == "text" and sys.stdout.isatty() and (
+        "NO_COLOR" not in os.environ)
+    text = render(report, args.format, color=color)
+    if args.out:
+        with open(args.out, "w", encoding="utf-8") as f:
+            f.write(text)
+        failed = report.failures()
+        sys.stderr.write(
+            f"mcpkit check: report written to {args.out} "
+            f"({len(failed)} failed finding(s), {len(report.findings)} in all)\n")
+    else:
+        sys.stdout.write(text if text.endswith("\n") else text + "\n")
+    return report.exit_status(args.fail_on)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -314,6 +368,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.command == "run":
             return cmd_run(args)
+        if args.command == "check":
+            return cmd_check(args)
         import anyio
 
         code: int = anyio.run(_client_command, args)

@@ -1,0 +1,18 @@
+"""``mcpkit check``: judge any MCP server against the protocol and the design rules.
+
+Point it at a stdio command or a Streamable HTTP URL; it probes the server in each era it
+speaks (the handshake revisions and the stateless 2026-07-28), validates every message
+against the official schema of the negotiated revision, gives a verdict on every row of
+the compliance matrix and on the checker's own probe and lint rules, and renders the
+report as text, JSON, Markdown, HTML or the matrix CSV.
+
+Safety: tools are called only as ``--call-tools`` allows (by default only tools annotated
+``readOnlyHint: true``, and only with arguments their own schema rejects); redirects are
+never followed; every request is bounded by a timeout.
+"""
+
+from .model import EraSummary, Finding, Report
+from .runner import run_check
+from .target import Target
+
+__all__ = ["EraSummary", "Finding", "Report", "Target", "run_check"]

@@ -1,0 +1,86 @@
+"""Run a whole check: probe each era, judge what was seen, assemble the report.
+
+Judging order matters for "one defect, one rule": the envelope rows and the matrix rows
+mark the messages they fail, and the schema pass then skips those messages.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Literal
+
+from .facts import Facts
+from .lint import LintInput, lint
+from .matrix import judge_matrix
+from .model import EraSummary, Finding, Report, Verdict
+from .rules import finding
+from .stateful import probe_stateful
+from .stateless import probe_stateless
+from .target import Target
+from .toolschema import judge_input_schemas
+from .wirejudge import judge_envelope, judge_schema, messages_checked
+
+EraChoice = Literal["stateful", "stateless", "both"]
+CallTools = Literal["none", "readonly", "all"]
+
+
+def _judge(facts: Facts) -> list[Finding]:
+    out = list(facts.findings)
+    out += judge_envelope(facts)
+    out += judge_matrix(facts)
+    out.append(judge_input_schemas(facts))
+    second = facts.second_tools.items if facts.second_tools is not None else None
+    out += lint(LintInput(facts.tools, facts.instructions, facts.calls, facts.provoked, second),
+                facts.era)
+    out.append(judge_schema(facts))
+    return out
+
+
+def _unserved(facts: Facts, required: bool) -> list[Finding]:
+    verdict: Verdict = "fail" if required else "n/a"
+    if facts.era == "stateful":
+        return [finding("M042", verdict, f"The handshake era is not served: {facts.note}.",
+                        facts.init.evidence if facts.init else "", "stateful")]
+    return [finding("STATELESS.discover", verdict,
+                    f"The stateless revision is not served: {facts.note}.",
+                    facts.init.evidence if facts.init else "", "stateless")]
+
+
+def _summary(facts: Facts) -> EraSummary:
+    return EraSummary(facts.era, facts.served, facts.revision, facts.server_info,
+                      facts.capabilities or None, facts.note, messages_checked(facts))
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcpkit")
+    except PackageNotFoundError:  # running from a source tree that is not installed
+        return "unknown"
+
+
+async def run_check(target: Target, era: EraChoice = "both",
+                    call_tools: CallTools = "readonly") -> Report:
+    """Probe ``target`` and judge it; never raises for anything the server does."""
+    started = time.monotonic()
+    report = Report(target.describe(), "stdio" if target.command else "http", call_tools,
+                    checker_version=_version())
+    eras: list[Facts] = []
+    async with target.session():
+        stateful_served = False
+        if era in ("stateful", "both"):
+            facts = await probe_stateful(target, call_tools)
+            stateful_served = facts.served
+            eras.append(facts)
+        if era in ("stateless", "both"):
+            eras.append(await probe_stateless(target, call_tools, stateful_served))
+    any_served = any(f.served for f in eras)
+    for facts in eras:
+        report.eras.append(_summary(facts))
+        if facts.served:
+            report.findings += _judge(facts)
+        else:
+            report.findings += _unserved(facts, required=era != "both" or not any_served)
+    report.duration_s = time.monotonic() - started
+    return report

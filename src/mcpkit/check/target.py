@@ -1,0 +1,66 @@
+"""The server under test: a stdio command or a Streamable HTTP URL, and channels to it.
+
+Each probe that needs a fresh conversation opens a new channel: over stdio that is a new
+server process, over HTTP a new session (or, in 2026-07-28, simply new requests). The
+HTTP client never follows redirects, so the checker never leaves the target's origin.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+
+import httpx
+
+from .wire import Channel, HttpChannel, StdioChannel, WireLog
+
+
+@dataclass(slots=True)
+class Target:
+    command: list[str] | None = None
+    url: str | None = None
+    headers: dict[str, str] = field(default_factory=dict)
+    timeout: float = 5.0
+    env: dict[str, str] | None = None
+    cwd: str | None = None
+    _client: httpx.AsyncClient | None = None
+
+    @property
+    def transport(self) -> str:
+        return "stdio" if self.command is not None else "http"
+
+    def describe(self) -> str:
+        if self.command is not None:
+            return f"--stdio {shlex.join(self.command)}"
+        return str(self.url)
+
+    @asynccontextmanager
+    async def session(self) -> AsyncIterator[Target]:
+        """Keep one HTTP connection pool for the whole run."""
+        if self.url is None:
+            yield self
+            return
+        async with httpx.AsyncClient(
+            timeout=httpx.Timeout(self.timeout), follow_redirects=False, trust_env=False
+        ) as client:
+            self._client = client
+            try:
+                yield self
+            finally:
+                self._client = None
+
+    @asynccontextmanager
+    async def channel(self, log: WireLog, label: str) -> AsyncIterator[Channel]:
+        if self.command is not None:
+            chan = StdioChannel(self.command, log, label, self.timeout, self.env, self.cwd)
+            async with chan:
+                yield chan
+            return
+        assert self._client is not None and self.url is not None
+        http = HttpChannel(self._client, self.url, log, label, self.timeout, self.headers)
+        try:
+            yield http
+        finally:
+            await http.aclose()
