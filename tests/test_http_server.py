@@ -265,6 +265,32 @@ async def test_bad_envelopes_are_refused_with_invalid_request(http, live) -> Non
             "jsonrpc": "2.0", "id": rid, "result": {}}
 
 
+async def test_second_initialize_on_a_live_session_is_refused(http, live) -> None:
+    """An initialize naming an existing session goes to that session, which refuses it; it
+    does not mint a new session (found by ``mcpkit check``: LIFE.second-initialize)."""
+    c = await session(http, live)
+    reply = await c.request("initialize", {
+        "protocolVersion": LATEST, "capabilities": {},
+        "clientInfo": {"name": "again", "version": "1"}})
+    msg = error_of(reply, reply.status, INVALID_REQUEST)
+    assert "initialize" in msg["error"]["message"]
+    assert "mcp-session-id" not in reply.headers
+    assert (await c.request("ping")).status == 200
+
+
+async def test_sessionless_request_with_a_non_string_method_is_invalid_request(
+        http, live) -> None:
+    """Without a session and without _meta, a request whose method is not a string is
+    -32600 (not -32602 for the missing _meta): the envelope is judged first."""
+    reply = await http.post(live.url, content=orjson.dumps(
+        {"jsonrpc": "2.0", "id": "bad", "method": 42}), headers={
+        "accept": "application/json, text/event-stream", "content-type": "application/json"})
+    assert reply.status_code == 400
+    body = reply.json()
+    assert body["error"]["code"] == INVALID_REQUEST and body["id"] == "bad"
+    assert "method" in body["error"]["message"]
+
+
 async def test_missing_session_id_is_400(http, live) -> None:
     c = await session(http, live)
     for reply in (
