@@ -204,3 +204,17 @@ def test_global_in_flight_limit_503() -> None:
     finally:
         app.close_all()
         srv.stop()
+
+
+def test_header_value_encodes_what_is_not_plain_visible_ascii() -> None:
+    """R26-07.HTTP.13: non-ASCII, controls, edge spaces, and a value that looks like the
+    base64 form itself are sent as ``=?base64?...?=``; plain values as they are."""
+    import base64
+
+    from mcpkit.transports.http_client import header_value
+
+    assert header_value("get_weather") == "get_weather"
+    for raw in ("caf\u00e9", "a\nb", " lead", "trail ", "=?base64?aGk=?="):
+        encoded = header_value(raw)
+        assert encoded.startswith("=?base64?") and encoded.endswith("?=")
+        assert base64.b64decode(encoded[len("=?base64?"):-2]).decode() == raw

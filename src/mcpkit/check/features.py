@@ -15,6 +15,11 @@ from typing import Any
 import anyio
 import orjson
 
+from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
+from ..protocol.stateless import CLIENT_INFO as META_INFO
+from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
+from ..protocol.versions import V2026_07_28
+from ..transports.http_client import header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint import ProvokedError, ToolCall
@@ -28,11 +33,7 @@ UNKNOWN_TOOL = "mcpkit_check_no_such_tool"
 UNKNOWN_RESOURCE = "mcpkit-check://no-such-resource/0"
 UNKNOWN_METHOD = "mcpkit/check-no-such-method"
 BAD_CURSOR = "mcpkit-check:not-a-cursor"
-STATELESS_VERSION = "2026-07-28"
-
-META_VERSION = "io.modelcontextprotocol/protocolVersion"
-META_CAPS = "io.modelcontextprotocol/clientCapabilities"
-META_INFO = "io.modelcontextprotocol/clientInfo"
+STATELESS_VERSION = V2026_07_28
 
 
 class Speaker:
@@ -61,7 +62,7 @@ class Speaker:
             p.get("uri") if method == "resources/read" else None
         )
         if isinstance(name, str):
-            h["Mcp-Name"] = _header_value(name)
+            h["Mcp-Name"] = header_value(name)
         return h
 
     def fence(self) -> dict[str, Any]:
@@ -76,16 +77,6 @@ class Speaker:
         full = self.params(method, params)
         hdrs = {**(self.headers(method, params) or {}), **(headers or {})}
         return await self.channel.request(method, full, timeout=timeout, headers=hdrs or None)
-
-
-def _header_value(value: str) -> str:
-    if value.isascii() and value.isprintable() and value == value.strip() and not (
-        value.startswith("=?base64?")
-    ):
-        return value
-    import base64
-
-    return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
 
 
 def _item_key(item: Any) -> str:

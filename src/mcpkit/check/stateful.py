@@ -17,6 +17,7 @@ from typing import Any
 import anyio
 import orjson
 
+from ..protocol.versions import LATEST_STATEFUL, V2025_03_26
 from .facts import Facts
 from .features import (
     Speaker,
@@ -34,8 +35,8 @@ from .schemas import REVISIONS
 from .target import Target
 from .wire import CHECKER_INFO, Channel, HttpChannel, Reply, StdioChannel, WireLog
 
-LATEST = "2025-11-25"
-BATCH_REVISION = "2025-03-26"
+LATEST = LATEST_STATEFUL
+BATCH_REVISION = V2025_03_26
 UNKNOWN_VERSION = "1999-01-01"
 FOREIGN_ORIGIN = "http://mcpkit-check.invalid"
 

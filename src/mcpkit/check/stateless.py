@@ -10,11 +10,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..protocol.stateless import CACHEABLE, SERVER_INFO
+from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
+from ..protocol.stateless import CLIENT_INFO as META_INFO
+from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
 from .facts import Facts
 from .features import (
-    META_CAPS,
-    META_INFO,
-    META_VERSION,
     STATELESS_VERSION,
     Speaker,
     probe_completion,
@@ -32,11 +33,6 @@ from .stateful import FOREIGN_ORIGIN, UNKNOWN_VERSION
 from .target import Target
 from .wire import CHECKER_INFO, HttpChannel, Reply, WireLog
 
-SERVER_INFO = "io.modelcontextprotocol/serverInfo"
-CACHEABLE = frozenset({
-    "server/discover", "tools/list", "prompts/list", "resources/list",
-    "resources/templates/list", "resources/read",
-})
 MODERN_ERRORS = frozenset({-32020, -32021, -32022})
 
 

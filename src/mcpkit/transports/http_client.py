@@ -442,9 +442,11 @@ def _cancelled_id(line: bytes) -> Any:
     return params.get("requestId") if isinstance(params, dict) else None
 
 
-def _header_value(value: str) -> str:
-    """A header-safe value: as is when printable ASCII, else ``=?base64?…?=``."""
-    if all(0x20 <= ord(c) <= 0x7E for c in value) and value.strip() == value:
+def header_value(value: str) -> str:
+    """A header-safe value (R26-07.HTTP.13): as is when printable ASCII without leading or
+    trailing space, else ``=?base64?…?=`` — as is a value that itself looks like that form."""
+    if (all(0x20 <= ord(c) <= 0x7E for c in value) and value.strip() == value
+            and not (value.startswith("=?base64?") and value.endswith("?="))):
         return value
     import base64
 
@@ -458,7 +460,7 @@ def _param_value(value: Any) -> str | None:
     if isinstance(value, int | float):
         return repr(value) if isinstance(value, float) else str(value)
     if isinstance(value, str):
-        return _header_value(value)
+        return header_value(value)
     return None
 
 
@@ -477,7 +479,7 @@ def _modern_headers(msg: Any, param_headers: dict[str, dict[str, str]] | None = 
     key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(method)
     name = params.get(key) if key else None
     if isinstance(name, str):
-        headers["mcp-name"] = _header_value(name)
+        headers["mcp-name"] = header_value(name)
         declared = (param_headers or {}).get(name) if method == "tools/call" else None
         arguments = params.get("arguments")
         if declared and isinstance(arguments, dict):
