@@ -278,3 +278,21 @@ def test_the_notes_example_passes_every_rule_including_lint(tmp_path: Path) -> N
     report = check(target, "both", "all")
     assert_complete(report, ("stateful", "stateless"))
     assert failed(report) == []
+
+
+@pytest.mark.parametrize("mode", ["silent", "crash", "flood", "noline", "garbage"])
+def test_hostile_stdio_servers_get_a_report_in_bounded_time(mode: str) -> None:
+    """A server that never answers, dies, floods, writes an endless line or binary junk:
+    the check ends (each request has its timeout) and reports instead of raising."""
+    command = [PY, str(ROOT / "tests" / "servers" / "check_hostile.py"), mode]
+    report = check(Target(command=command, timeout=1.0), "both", "readonly")
+    assert report.duration_s < 45
+    fails = {f.rule for f in report.findings if f.verdict == "fail"}
+    if mode in ("silent", "noline", "garbage"):
+        assert not any(e.served for e in report.eras)
+        assert "M042" in fails
+    if mode in ("crash", "flood"):
+        assert report.eras[0].served
+        assert "M079" in fails  # ping: the crashed server is gone, the flooder refuses it
+    if mode == "flood":
+        assert report.eras[0].messages_checked >= 1000

@@ -47,8 +47,12 @@ def _unserved(facts: Facts, required: bool) -> list[Finding]:
 
 
 def _summary(facts: Facts) -> EraSummary:
+    note = facts.note
+    if facts.log.overflow:
+        note = (note + "; " if note else "") + (
+            f"{facts.log.overflow} further messages were not kept (flood)")
     return EraSummary(facts.era, facts.served, facts.revision, facts.server_info,
-                      facts.capabilities or None, facts.note, messages_checked(facts))
+                      facts.capabilities or None, note, messages_checked(facts))
 
 
 def _version() -> str:

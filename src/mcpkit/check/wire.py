@@ -36,6 +36,10 @@ from ..transports.process import ProcessStream
 from .model import trim
 
 CHECKER_INFO = {"name": "mcpkit-check", "version": "1"}
+MAX_RECORDED = 20_000
+"""Messages kept per era; a server that floods notifications cannot exhaust memory."""
+MAX_LINE = 16 * 1024 * 1024
+"""Longest stdout line or HTTP body read; longer is cut and reported as not a message."""
 NO_CAPABILITY = -32601
 
 
@@ -71,6 +75,7 @@ class WireLog:
     server_requests: list[Received] = field(default_factory=list)
     sent_ids: dict[str, set[Any]] = field(default_factory=dict)  # channel -> ids we used
     http_replies: list[Reply] = field(default_factory=list)
+    overflow: int = 0  # messages past MAX_RECORDED, not kept
 
     def sent(self, channel: str, msg: Any) -> None:
         """Remember the request ids in ``msg`` (one message, a batch, or raw bytes)."""
@@ -145,6 +150,9 @@ class Channel:
         return next(self._ids)
 
     def _record(self, msg: Any, raw: str, stream: str) -> Received:
+        if len(self.log.received) >= MAX_RECORDED:
+            self.log.overflow += 1
+            return Received(msg, "", self.label, self.revision)
         answered = None
         if isinstance(msg, dict) and "method" not in msg:
             rid = msg.get("id")
@@ -281,6 +289,10 @@ class StdioChannel(Channel):
                 *lines, buf = buf.split(b"\n")
                 for line in lines:
                     await self._line(line)
+                if len(buf) > MAX_LINE:
+                    self.log.bad_lines.append(
+                        (self.label, f"(a line longer than {MAX_LINE} bytes, dropped)"))
+                    buf = b""
         except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
             if buf.strip():
                 await self._line(buf)
@@ -391,7 +403,8 @@ class StdioChannel(Channel):
         start = len(self.log.received)
         await self._write(msg)
         with anyio.move_on_after(timeout if timeout is not None else self.timeout):
-            await ev.wait()
+            if not self._eof.is_set():  # a dead server answers nothing: do not wait
+                await ev.wait()
         self._waiters.pop(key, None)
         reply.msg = self._answers.pop(key, None)
         reply.others = self._others_since(start)
@@ -466,6 +479,17 @@ class StdioChannel(Channel):
         start = len(self.log.received)
         await anyio.sleep(seconds)
         return [r.msg for r in self.log.received[start:] if r.channel == self.label]
+
+
+async def _read_capped(resp: httpx.Response) -> bytes:
+    """The body, or its first ``MAX_LINE`` bytes."""
+    parts, size = [], 0
+    async for chunk in resp.aiter_bytes():
+        parts.append(chunk)
+        size += len(chunk)
+        if size > MAX_LINE:
+            break
+    return b"".join(parts)[:MAX_LINE]
 
 
 def _split_values(text: bytes) -> list[Any] | None:
@@ -555,7 +579,7 @@ class HttpChannel(Channel):
                     if info.content_type.startswith("text/event-stream"):
                         await self._read_sse(resp, info, messages, transcript, want_id, "POST sse")
                     else:
-                        raw = await resp.aread()
+                        raw = await _read_capped(resp)
                         info.body = raw.decode("utf-8", "replace")
                         if raw.strip():
                             transcript.append(f"← {trim(info.body, 1500)}")
