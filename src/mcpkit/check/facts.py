@@ -73,6 +73,14 @@ class Facts:
     session_ids: list[str] = field(default_factory=list)
     versions_echoed: dict[str, str | None] = field(default_factory=dict)
 
+    def blame_answers(self, method: str) -> None:
+        """Mark every result answering ``method`` as failed by a specific rule: a defect in
+        a listing recurs in every listing (tools/list is listed twice), so ``WIRE.schema``
+        must not report any of them again."""
+        for rec in self.log.received:
+            if rec.answered == method and isinstance(rec.msg, dict) and "result" in rec.msg:
+                rec.blamed = True
+
     def declared(self, capability: str) -> bool:
         return isinstance(self.capabilities.get(capability), dict)
 

@@ -80,7 +80,7 @@ def _list_rows(method: str, key: str, fields: tuple[str, ...], noun: str) -> tup
             return _na(f"{method} is not served.")
         for page in outcome.pages:
             if not isinstance(page.result.get(key), list):
-                _blame(facts, page.msg)
+                facts.blame_answers(method)
                 return ("fail", f"A {method} result has no {key} array.", page.evidence)
         return ("pass", f"{len(outcome.pages)} page(s), {len(outcome.items)} {noun}(s).",
                 outcome.pages[0].evidence)
@@ -96,8 +96,7 @@ def _list_rows(method: str, key: str, fields: tuple[str, ...], noun: str) -> tup
             if not isinstance(item, dict) or any(not isinstance(item.get(f), str) for f in fields):
                 bad.append(item)
         if bad:
-            for page in outcome.pages:
-                _blame(facts, page.msg)
+            facts.blame_answers(method)
             return ("fail", f"{len(bad)} of {len(outcome.items)} {noun}(s) lack "
                     f"{' / '.join(fields)} (as strings): {dump(bad[0])[:200]}", dump(bad[:3]))
         return ("pass", f"All {len(outcome.items)} {noun}(s) have {', '.join(fields)}.", "")
@@ -218,8 +217,7 @@ def M067_full(facts: Facts) -> Judgement:
         return verdict
     bad = [t for t in facts.tools if not isinstance(t.get("inputSchema"), dict)]
     if bad:
-        for page in facts.lists["tools/list"].pages:
-            _blame(facts, page.msg)
+        facts.blame_answers("tools/list")
         return ("fail", f"{len(bad)} tool(s) lack an inputSchema object: "
                 f"{', '.join(str(t.get('name')) for t in bad[:5])}", dump(bad[:2]))
     return ("pass", f"All {len(facts.tools)} tool(s) have name, description and inputSchema.", "")

@@ -34,9 +34,7 @@ def judge_input_schemas(facts: Facts) -> Finding:
                        facts.era)
     bad = [(t, p) for t in with_schema if (p := _problem(t["inputSchema"])) is not None]
     if bad:
-        for rec in facts.log.received:  # every listing (the second one too), not just the first
-            if rec.answered == "tools/list" and isinstance(rec.msg, dict) and "result" in rec.msg:
-                rec.blamed = True
+        facts.blame_answers("tools/list")
         tool, problem = bad[0]
         return finding(
             "TOOLS.input-schema-object", "fail",
