@@ -509,6 +509,23 @@ def test_mrtr_malformed_input_responses(proc: ServerProcess, responses: Any) -> 
     assert "inputResponses" in err["message"]
 
 
+@pytest.mark.parametrize(("answer", "words"), [
+    ("yes", "must be a result object"),
+    (None, "must be a result object"),
+    ({"content": {"name": "Ada"}}, "with action"),
+    ({"action": "maybe"}, "accept, decline or cancel"),
+])
+def test_mrtr_malformed_answer_is_refused_not_asked_again(
+        proc: ServerProcess, answer: Any, words: str) -> None:
+    """R26-07.MRTR.8: a malformed value in inputResponses is a JSON-RPC error naming the
+    key, not silently dropped (which would ask for the same input again forever)."""
+    _, result = first_round(proc)
+    err = error_of(call(proc, "test_input_required_result_elicitation", caps=ELICIT,
+                        requestState=result["requestState"],
+                        inputResponses={"user_name": answer}), INVALID_PARAMS)
+    assert "user_name" in err["message"] and words in err["message"], err
+
+
 def test_mrtr_multi_round_takes_three_rounds(proc: ServerProcess) -> None:
     ids = []
     rid, r1 = first_round(proc, "test_input_required_result_multi_round")

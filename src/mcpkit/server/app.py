@@ -480,7 +480,13 @@ class Server:
             if not isinstance(responses, dict):
                 raise InvalidParams("Invalid params: 'inputResponses' must be an object "
                                     "mapping each input key to its result.")
-            answers.update({k: v for k, v in responses.items() if isinstance(v, dict)})
+            for key, value in responses.items():
+                if not isinstance(value, dict):
+                    raise InvalidParams(
+                        f"Invalid params: inputResponses[{key!r}] must be a result object "
+                        "(an ElicitResult, CreateMessageResult or ListRootsResult), got "
+                        f"{type(value).__name__}.")
+            answers.update(responses)
         return Context(self, session, event.id, event.method,
                        meta if isinstance(meta, dict) else None, event.meta, answers)
 

@@ -12,7 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from ..protocol.errors import CapabilityNotSupported, InternalError, MissingClientCapability
+from ..protocol.errors import (
+    CapabilityNotSupported,
+    InternalError,
+    InvalidParams,
+    MissingClientCapability,
+)
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.methods import has_capability
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
@@ -204,6 +209,7 @@ class Context:
         for key, (method, params) in requests.items():
             answer = self._answers.get(key)
             if isinstance(answer, dict):
+                _check_answer(key, method, answer)
                 answers[key] = answer
             else:
                 missing[key] = {"method": method, "params": params if params is not None
@@ -381,3 +387,26 @@ def check_tool_pairing(messages: Sequence[JSONObject]) -> None:
                 str(b.get("id")) for b in blocks if isinstance(b, dict) and
                 b.get("type") == "tool_use"
             }
+
+
+_ANSWER_SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "elicitation/create": ("ElicitResult", ("action",)),
+    "sampling/createMessage": ("CreateMessageResult", ("role", "content", "model")),
+    "roots/list": ("ListRootsResult", ("roots",)),
+}
+
+
+def _check_answer(key: str, method: str, answer: JSONObject) -> None:
+    """Refuse an input response that cannot be the result of what was asked
+    (R26-07.MRTR.8: malformed ``inputResponses`` get a JSON-RPC error)."""
+    name, fields = _ANSWER_SHAPES.get(method, ("result", ()))
+    missing = [f for f in fields if f not in answer]
+    bad_action = method == "elicitation/create" and answer.get("action") not in (
+        "accept", "decline", "cancel")
+    bad_roots = method == "roots/list" and not isinstance(answer.get("roots"), list)
+    if missing or (bad_action and "action" not in missing) or (bad_roots and not missing):
+        raise InvalidParams(
+            f"Invalid params: inputResponses[{key!r}] answers {method} and must be an {name}"
+            + (f" with {', '.join(missing)}" if missing else "")
+            + (" ('action' is accept, decline or cancel)" if bad_action else "")
+            + (" ('roots' is a list)" if bad_roots and not missing else "") + ".")
