@@ -296,3 +296,67 @@ def test_hostile_stdio_servers_get_a_report_in_bounded_time(mode: str) -> None:
         assert "M079" in fails  # ping: the crashed server is gone, the flooder refuses it
     if mode == "flood":
         assert report.eras[0].messages_checked >= 1000
+
+
+def _modern_only(app: Any, *, get_status: int = 405) -> Any:
+    """``app`` as a server of 2026-07-28 alone: ``initialize`` is refused with -32022 naming
+    the supported version (R26-07.VER.8), GET and DELETE get ``get_status``."""
+    import orjson
+
+    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await app(scope, receive, send)
+            return
+        if scope["method"] in ("GET", "DELETE"):
+            await send({"type": "http.response.start", "status": get_status, "headers": []})
+            await send({"type": "http.response.body", "body": b""})
+            return
+        chunks = []
+        while True:
+            message = await receive()
+            chunks.append(message.get("body", b""))
+            if not message.get("more_body"):
+                break
+        body = b"".join(chunks)
+        try:
+            msg = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            msg = None
+        if isinstance(msg, dict) and msg.get("method") == "initialize":
+            error = {"jsonrpc": "2.0", "id": msg.get("id"), "error": {
+                "code": -32022, "message": "Unsupported protocol version: use 2026-07-28",
+                "data": {"supported": ["2026-07-28"], "requested": "initialize"}}}
+            await send({"type": "http.response.start", "status": 400,
+                        "headers": [(b"content-type", b"application/json")]})
+            await send({"type": "http.response.body", "body": orjson.dumps(error)})
+            return
+        replayed = False
+
+        async def replay() -> Any:
+            nonlocal replayed
+            if replayed:
+                return await receive()
+            replayed = True
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await app(scope, replay, send)
+
+    return wrapped
+
+
+@pytest.mark.parametrize(("get_status", "verdict"), [(405, "pass"), (200, "fail")])
+def test_modern_only_http_server(get_status: int, verdict: str) -> None:
+    """A server of 2026-07-28 alone: the handshake era is not served (n/a, not a failure),
+    GET and DELETE must be 405, Origin is probed in the stateless era."""
+    app = _modern_only(everything_server().asgi_app(), get_status=get_status)
+    with LiveServer(app) as live:
+        report = check(Target(url=live.url), "both", "readonly")
+    assert [(e.era, e.served) for e in report.eras] == [("stateful", False),
+                                                        ("stateless", True)]
+    assert "-32022" in report.eras[0].note or "initialize was refused" in report.eras[0].note
+    rules = {(f.era, f.rule): f.verdict for f in report.findings}
+    assert rules[("stateful", "M042")] == "n/a"
+    assert rules[("stateless", "STATELESS.get-delete")] == verdict
+    assert rules[("stateless", "HTTP.origin")] == "pass"
+    expected = set() if verdict == "pass" else {"STATELESS.get-delete"}
+    assert {r for e, r, _ in failed(report, ("MUST", "SHOULD"))} == expected
