@@ -120,20 +120,12 @@ def validate_message(revision: str, msg: Any, answered_method: str | None = None
     requests, _, notes = _index(revision)
     modern_envelopes = has_definition(revision, "JSONRPCResultResponse")
     if "method" in msg:
+        envelope, table = ("JSONRPCRequest", requests) if "id" in msg else (
+            "JSONRPCNotification", notes)
+        errs = _errors(revision, envelope, msg)
         method = msg.get("method")
-        if "id" in msg:
-            definition = requests.get(method, "JSONRPCRequest") if isinstance(method, str) else (
-                "JSONRPCRequest"
-            )
-            errs = _errors(revision, "JSONRPCRequest", msg)
-            if not errs and definition != "JSONRPCRequest":
-                errs = _errors(revision, definition, msg)
-            return errs
-        definition = notes.get(method, "JSONRPCNotification") if isinstance(method, str) else (
-            "JSONRPCNotification"
-        )
-        errs = _errors(revision, "JSONRPCNotification", msg)
-        if not errs and definition != "JSONRPCNotification":
+        definition = table.get(method) if isinstance(method, str) else None
+        if not errs and definition is not None:
             errs = _errors(revision, definition, msg)
         return errs
     if "error" in msg:
