@@ -16,6 +16,8 @@ from typing import Any
 
 import pytest
 
+from tests.support.http import free_port
+
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
 EVERYTHING = shlex.join([PY, str(ROOT / "examples" / "everything.py")])
@@ -169,8 +171,8 @@ def test_no_target_exits_2(args: tuple[str, ...]) -> None:
 
 def test_server_crashing_at_start_shows_its_stderr() -> None:
     res = mcpkit("call", "--stdio", shlex.join([PY, RAW, "crash"]), "fast")
-    assert res.returncode == 1
-    assert "before answering initialize" in res.stderr
+    assert res.returncode == 2  # a server that cannot start is not a server's answer
+    assert "exited with status 3 before answering" in res.stderr
     assert "RuntimeError: the database is on fire" in res.stderr
     assert "not UTF-8" in res.stderr  # undecodable bytes do not break the tail
     assert "Traceback" not in res.stderr
@@ -178,9 +180,49 @@ def test_server_crashing_at_start_shows_its_stderr() -> None:
 
 def test_verbose_lets_server_stderr_through() -> None:
     res = mcpkit("call", "-v", "--stdio", shlex.join([PY, RAW, "crash"]), "fast")
-    assert res.returncode == 1
+    assert res.returncode == 2
     assert res.stderr.count("the database is on fire") == 1  # live, not repeated as a tail
     assert "last stderr lines" not in res.stderr
+
+
+def test_nothing_listening_exits_2_and_says_so() -> None:
+    port = free_port()
+    res = mcpkit("list", "tools", f"http://127.0.0.1:{port}/mcp")
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert line == (f"mcpkit: error: cannot reach http://127.0.0.1:{port}/mcp: nothing is "
+                    f"listening on 127.0.0.1:{port} (connection refused)")
+
+
+def test_unknown_host_exits_2() -> None:
+    res = mcpkit("call", "http://no-such-host.invalid:8765/mcp", "add")
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert "cannot resolve the host name 'no-such-host.invalid'" in line
+
+
+def test_http_error_status_is_not_unreachable() -> None:
+    """Something answers, but it is not an MCP server: that is not 'nothing listening'."""
+    import http.server
+    import threading
+
+    class NotFound(http.server.BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            self.send_error(404)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    httpd = http.server.HTTPServer(("127.0.0.1", 0), NotFound)
+    thread = threading.Thread(target=httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        res = mcpkit("list", "tools", f"http://127.0.0.1:{httpd.server_port}/mcp")
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    assert res.returncode == 1, res.stderr
+    assert "nothing is listening" not in res.stderr
 
 
 # ---------------------------------------------------------------------- read, prompt
@@ -246,6 +288,58 @@ def test_run_notes_server(tmp_path: Path) -> None:
 
     text = ok("read", "--stdio", NOTES, f"notes://{note['id']}", env=env)
     assert text.startswith("# Buy milk\n")
+
+
+def _first_line(proc: subprocess.Popen[str], timeout: float) -> str:
+    """The first line ``proc`` writes to stderr, waiting at most ``timeout`` seconds."""
+    import select
+
+    assert proc.stderr is not None
+    ready, _, _ = select.select([proc.stderr], [], [], timeout)
+    assert ready, f"no start-up line within {timeout}s"
+    return proc.stderr.readline()
+
+
+def test_run_http_serves_until_terminated(tmp_path: Path) -> None:
+    """``mcpkit run --http``: one startup line naming the URL, answers over HTTP, and a
+    clean exit on SIGTERM."""
+    import signal
+
+    port = free_port()
+    env = {**os.environ, "MCPKIT_NOTES_DB": str(tmp_path / "notes.db")}
+    proc = subprocess.Popen(
+        [PY, "-m", "mcpkit.cli", "run", "--http", "--host", "127.0.0.1", "--port", str(port),
+         str(ROOT / "examples" / "notes.py")],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=tmp_path, env=env)
+    try:
+        first = _first_line(proc, timeout=15)
+        assert f"http://127.0.0.1:{port}/mcp" in first, first
+        url = f"http://127.0.0.1:{port}/mcp"
+        added = json.loads(ok("call", "--json", url, "notes_add", "title=Over HTTP", "body=b"))
+        assert added["structuredContent"]["title"] == "Over HTTP"
+        found = json.loads(ok("call", "--json", url, "notes_search", "query=HTTP"))
+        assert found["structuredContent"]["total"] == 1
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            _, err = proc.communicate(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            raise
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize("args, message", [
+    (("--port", "8765"), "--host, --port and --path are for --http"),
+    (("--http", "--port", "70000"), "--port must be between 0 and 65535"),
+    (("--http", "--path", "mcp"), "--path must start with '/'"),
+])
+def test_run_bad_http_options_exit_2(args: tuple[str, ...], message: str) -> None:
+    res = mcpkit("run", *args, str(ROOT / "examples" / "notes.py"))
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert message in line
 
 
 def test_run_missing_file_exits_2(tmp_path: Path) -> None:

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from mcpkit import ConnectionClosed, RequestTimeout
-from mcpkit.client import Client, HandshakeError, InvalidResult
+from mcpkit.client import Client, HandshakeError, InvalidResult, ServerUnreachable
 from mcpkit.transports.process import ProcessStream
 
 from .support.tap import TappedClient
@@ -206,7 +206,7 @@ def stderr_file(tmp_path: Path) -> Iterator[IO[str]]:
 async def test_server_crashing_at_start(tmp_path: Path, stderr_file: IO[str]) -> None:
     client = Client(raw("crash", tmp_path / "log"), timeout=LIMIT, stderr=stderr_file)
     with anyio.fail_after(LIMIT):
-        with pytest.raises(HandshakeError, match="closed the connection"):
+        with pytest.raises(ServerUnreachable, match="exited with status 3 before answering"):
             async with client:
                 pass
     assert process_of(client).process.returncode == 3

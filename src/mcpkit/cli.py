@@ -1,6 +1,8 @@
 """The ``mcpkit`` command: run a server, or talk to one from a shell.
 
     mcpkit run FILE[:OBJECT]                       serve a Server object over stdio
+    mcpkit run --http [--host H] [--port N] [--path P] FILE[:OBJECT]
+                                                   ... or over Streamable HTTP
     mcpkit list tools|resources|templates|prompts TARGET
     mcpkit call TARGET TOOL [--args JSON | key=value ...]
     mcpkit read TARGET URI
@@ -12,8 +14,9 @@
 TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
 (tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
 success, 1 when the server answered with an error or a tool result has ``isError``, 2 for
-usage errors (bad target, bad JSON, unknown tool). ``check`` exits 1 when a finding at
-the ``--fail-on`` level failed, so it drops into CI.
+usage errors (bad target, bad JSON, unknown tool) and for a server that cannot be reached
+or started (nothing listening at the URL, a command that exits before answering).
+``check`` exits 1 when a finding at the ``--fail-on`` level failed, so it drops into CI.
 """
 
 from __future__ import annotations
@@ -76,10 +79,18 @@ def _load_server(spec: str) -> Any:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    if not args.http and (args.host or args.port or args.path):
+        raise UsageError("--host, --port and --path are for --http; stdio needs none of them")
     server = _load_server(args.file)
     if args.http:
-        raise UsageError("the HTTP transport is not available in this version; use stdio")
-    server.run()
+        if args.path is not None and not args.path.startswith("/"):
+            raise UsageError(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
+        if args.port is not None and not 0 <= args.port <= 65535:
+            raise UsageError(f"--port must be between 0 and 65535 (got {args.port})")
+        server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
+                   else args.port, path=args.path or "/mcp")
+    else:
+        server.run()
     return EXIT_OK
 
 
@@ -169,7 +180,7 @@ def _print_content(blocks: list[Any], style: _Style) -> None:
 
 
 async def _client_command(args: argparse.Namespace) -> int:
-    from .client import Client
+    from .client import Client, ServerUnreachable
     from .protocol.errors import MCPError, RemoteError
 
     target, rest = _target(args, list(args.rest))
@@ -187,18 +198,28 @@ async def _client_command(args: argparse.Namespace) -> int:
         return EXIT_ERROR
     except FileNotFoundError as exc:
         raise UsageError(f"cannot start the server: {exc.strerror}: {exc.filename}") from None
+    except ServerUnreachable as exc:
+        sys.stderr.write(f"mcpkit: error: {exc}\n")
+        _show_stderr_tail(stderr)
+        return EXIT_USAGE
     except (MCPError, OSError) as exc:
         sys.stderr.write(f"mcpkit: error: {exc}\n")
-        if stderr is not None:
-            stderr.seek(0)
-            tail = stderr.read().strip().splitlines()[-5:]
-            if tail:
-                sys.stderr.write("mcpkit: the server's last stderr lines:\n")
-                sys.stderr.write("".join(f"  {line}\n" for line in tail))
+        _show_stderr_tail(stderr)
         return EXIT_ERROR
     finally:
         if stderr is not None:
             stderr.close()
+
+
+def _show_stderr_tail(stderr: Any) -> None:
+    """The last lines a launched server wrote to stderr: usually why it failed."""
+    if stderr is None:
+        return
+    stderr.seek(0)
+    tail = stderr.read().strip().splitlines()[-5:]
+    if tail:
+        sys.stderr.write("mcpkit: the server's last stderr lines:\n")
+        sys.stderr.write("".join(f"  {line}\n" for line in tail))
 
 
 async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], style: _Style
@@ -286,10 +307,12 @@ async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], styl
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="mcpkit", description="Model Context Protocol toolkit.")
     sub = p.add_subparsers(dest="command", required=True)
-    run = sub.add_parser("run", help="run a server (stdio)")
+    run = sub.add_parser("run", help="run a server (stdio, or Streamable HTTP with --http)")
     run.add_argument("file", metavar="FILE[:OBJECT]")
     run.add_argument("--http", action="store_true", help="serve Streamable HTTP")
-    run.add_argument("--port", type=int, default=8000)
+    run.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
+    run.add_argument("--port", type=int, help="with --http: port (default 8000)")
+    run.add_argument("--path", help="with --http: endpoint path (default /mcp)")
 
     def client_args(sp: argparse.ArgumentParser) -> None:
         sp.add_argument("--stdio", metavar="COMMAND", help="launch the server with COMMAND")

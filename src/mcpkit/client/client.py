@@ -100,6 +100,12 @@ class HandshakeError(MCPError):
     """The server refused ``initialize`` or chose a revision this client does not speak."""
 
 
+class ServerUnreachable(HandshakeError):
+    """The server could not be reached at all: nothing listens at the URL, the host name
+    does not resolve, or the server process exited before it answered. Nothing was refused:
+    check the address, or start the server (its stderr says why it stopped)."""
+
+
 class OutputSchemaError(MCPError):
     """A tool's ``structuredContent`` does not match the ``outputSchema`` it advertised."""
 
@@ -253,6 +259,37 @@ class Client:
                                         stderr=self._stderr)
 
     async def _connect(self, stack: AsyncExitStack) -> None:
+        try:
+            await self._start(stack)
+        except HandshakeError as exc:
+            reason = self._http_unreachable()
+            if reason is not None and not isinstance(exc, ServerUnreachable):
+                raise ServerUnreachable(reason) from None
+            raise
+
+    def _http_unreachable(self) -> str | None:
+        """Why an HTTP server could not be reached, if that is why the session failed."""
+        if isinstance(self.target, str) and self.target.startswith(("http://", "https://")):
+            from ..transports.http_client import HttpClientStream
+
+            stream = self.stream
+            if isinstance(stream, HttpClientStream) and stream.unreachable is not None:
+                return f"cannot reach {self.target}: {stream.unreachable}"
+        return None
+
+    async def _process_exit(self) -> str | None:
+        """After the server's output ended before it answered: its exit status, if the
+        process is gone (it crashed, or the command is not an MCP server)."""
+        stream = self.stream
+        if not isinstance(stream, ProcessStream):
+            return None
+        with anyio.move_on_after(1.0):
+            status = await stream.process.wait()
+            return (f"the server process exited with status {status} before answering "
+                    f"(command: {shlex.join(stream.command)}); its stderr may say why")
+        return None
+
+    async def _start(self, stack: AsyncExitStack) -> None:
         tg = await stack.enter_async_context(anyio.create_task_group())
         stack.callback(tg.cancel_scope.cancel)
         stream = await self._open_stream(stack, tg)
@@ -276,6 +313,9 @@ class Client:
         if not session.started.is_set():
             raise HandshakeError(f"the server did not answer initialize within {self.timeout}s")
         if session.handshake_error is not None:
+            exited = await self._process_exit() if session.closed else None
+            if exited is not None:
+                raise ServerUnreachable(exited)
             raise HandshakeError(f"cannot start the session: {session.handshake_error}")
         self.server_info = conn.peer_info
         self.server_capabilities = conn.peer_capabilities

@@ -38,6 +38,26 @@ ACCEPT = "application/json, text/event-stream"
 _REINIT_ID = "mcpkit-reinitialize"
 
 
+def connect_failure(url: str, exc: httpx.TransportError) -> str:
+    """Say in words why a connection to ``url`` failed: what a person can act on
+    ("nothing is listening on 127.0.0.1:8765") rather than the exception's class name."""
+    parts = httpx.URL(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    where = f"{parts.host}:{port}"
+    text = str(exc) or exc.__class__.__name__
+    lowered = text.lower()
+    if isinstance(exc, httpx.ConnectTimeout):
+        return f"{where} did not accept the connection in time"
+    if "refused" in lowered or "all connection attempts failed" in lowered:
+        return f"nothing is listening on {where} (connection refused)"
+    if "name or service not known" in lowered or "nodename nor servname" in lowered or (
+            "getaddrinfo" in lowered) or "name resolution" in lowered:
+        return f"cannot resolve the host name {parts.host!r}"
+    if "ssl" in lowered or "certificate" in lowered:
+        return f"TLS handshake with {where} failed: {text}"
+    return f"cannot connect to {where}: {text}"
+
+
 class HttpClientStream:
     """A ByteStream over a Streamable HTTP endpoint (see the module docstring)."""
 
@@ -76,6 +96,10 @@ class HttpClientStream:
         self._get_ready = anyio.Event()  # the GET stream connected (or was refused)
         self._reinit_lock = anyio.Lock()  # after a 404: one new session, not one per request
         self._closed = False
+        # Why the server could not be reached at all (nothing listening, unknown host, no
+        # answer to the connection attempt), set on the first such failure; ``None`` while
+        # every connection attempt got through.
+        self.unreachable: str | None = None
 
     # ------------------------------------------------------------------ ByteStream
 
@@ -168,6 +192,10 @@ class HttpClientStream:
                         self._modern_posts.pop(rid, None)
             else:
                 await self._post(line, msg, retry_on_404=True)
+        except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
+            reason = connect_failure(self.url, exc)
+            self.unreachable = self.unreachable or reason
+            await self._fail(msg, f"cannot reach {self.url}: {reason}")
         except httpx.HTTPError as exc:
             await self._fail(msg, f"HTTP transport error: {exc.__class__.__name__}: {exc}")
         except Exception as exc:

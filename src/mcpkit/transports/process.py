@@ -27,8 +27,10 @@ from anyio.abc import Process
 class ProcessStream:
     """A byte stream over a child process's stdin/stdout."""
 
-    def __init__(self, process: Process, grace: float) -> None:
+    def __init__(self, process: Process, grace: float,
+                 command: Sequence[str] = ()) -> None:
         self.process = process
+        self.command = list(command)
         self.grace = grace
         self._closed = False
 
@@ -53,7 +55,7 @@ class ProcessStream:
             cwd=cwd,
             start_new_session=True,
         )
-        return cls(process, grace)
+        return cls(process, grace, command)
 
     @property
     def pid(self) -> int:
