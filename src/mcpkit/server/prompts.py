@@ -10,18 +10,13 @@ import inspect
 from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
-
 from ..protocol.errors import InvalidParams
 from .content import to_blocks
 from .context import Context
+from .handler import HandlerSpec
 from .schema import parse_docstring
 
 JSON = dict[str, Any]
-
-
-def _is_context(name: str, tp: Any) -> bool:
-    return tp is Context or (isinstance(tp, str) and tp.endswith("Context"))
 
 
 class Prompt:
@@ -37,21 +32,16 @@ class Prompt:
         icons: list[JSON] | None = None,
     ) -> None:
         self.fn = fn
-        self.name = name or fn.__name__
+        self.spec = HandlerSpec(fn)
+        self.name = name or self.spec.name
         self.title = title
         doc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc
         self.icons = icons
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.context_param: str | None = None
         self.arguments: list[JSON] = []
         self.required: set[str] = set()
-        for pname, param in inspect.signature(fn).parameters.items():
-            if _is_context(pname, param.annotation):
-                self.context_param = pname
-                continue
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
+        for param, _hint in self.spec.parameters:
+            pname = param.name
             arg: JSON = {"name": pname}
             if param_docs.get(pname):
                 arg["description"] = param_docs[pname]
@@ -102,13 +92,7 @@ class Prompt:
         return arguments
 
     async def render(self, arguments: dict[str, str], ctx: Context) -> JSON:
-        kwargs: dict[str, Any] = dict(arguments)
-        if self.context_param:
-            kwargs[self.context_param] = ctx
-        if self.is_async:
-            value = await self.fn(**kwargs)
-        else:
-            value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+        value = await self.spec.invoke(dict(arguments), ctx)
         result: JSON = {}
         if self.description:
             result["description"] = self.description

@@ -15,20 +15,15 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import unquote
 
-import anyio.to_thread
-
 from ..protocol.errors import InvalidParams
 from .content import resource_contents, to_json_text
 from .context import Context
+from .handler import HandlerSpec
 from .schema import parse_docstring
 
 JSON = dict[str, Any]
 URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _VAR = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")
-
-
-def _is_context(name: str, tp: Any) -> bool:
-    return tp is Context or (isinstance(tp, str) and tp.endswith("Context"))
 
 
 class UnsafeURI(InvalidParams):
@@ -55,24 +50,15 @@ def check_uri(uri: Any) -> str:
 
 class _Readable:
     fn: Callable[..., Any]
+    spec: HandlerSpec
     mime_type: str | None
-    context_param: str | None
-    is_async: bool
 
     def _setup(self, fn: Callable[..., Any]) -> None:
         self.fn = fn
-        self.is_async = inspect.iscoroutinefunction(fn)
-        self.context_param = None
-        for name, param in inspect.signature(fn).parameters.items():
-            if _is_context(name, param.annotation):
-                self.context_param = name
+        self.spec = HandlerSpec(fn)
 
     async def _call(self, kwargs: JSON, ctx: Context) -> Any:
-        if self.context_param:
-            kwargs[self.context_param] = ctx
-        if self.is_async:
-            return await self.fn(**kwargs)
-        return await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+        return await self.spec.invoke(kwargs, ctx)
 
     def contents(self, uri: str, value: Any) -> list[JSON]:
         if isinstance(value, list) and all(isinstance(v, dict) and "uri" in v for v in value):
@@ -119,7 +105,7 @@ class Resource(_Readable):
     ) -> None:
         self.uri = check_uri(uri)
         self._setup(fn)
-        self.name = name or getattr(fn, "__name__", uri)
+        self.name = name or self.spec.name
         self.title = title
         self.description = description if description is not None else parse_docstring(
             inspect.getdoc(fn))[0]
@@ -159,7 +145,7 @@ class ResourceTemplate(_Readable):
     ) -> None:
         self.uri_template = uri_template
         self._setup(fn)
-        self.name = name or getattr(fn, "__name__", uri_template)
+        self.name = name or self.spec.name
         self.title = title
         self.description = description if description is not None else parse_docstring(
             inspect.getdoc(fn))[0]
@@ -179,7 +165,7 @@ class ResourceTemplate(_Readable):
             pos = m.end()
         pattern.append(re.escape(uri_template[pos:]) + "$")
         self.regex = re.compile("".join(pattern))
-        params = set(inspect.signature(fn).parameters) - {self.context_param}
+        params = {param.name for param, _ in self.spec.parameters}
         missing = {v for v, _ in self.variables} - params
         if missing:
             raise ValueError(

@@ -12,9 +12,10 @@ import enum
 import inspect
 import re
 import types
-import typing
-from collections.abc import Callable
-from typing import Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+
+if TYPE_CHECKING:
+    from .handler import HandlerSpec
 
 JSON = dict[str, Any]
 
@@ -123,41 +124,15 @@ def parse_docstring(doc: str | None) -> tuple[str, dict[str, str]]:
 class Signature:
     """A function's parameters as a JSON Schema object, and how to call it with JSON args."""
 
-    def __init__(
-        self,
-        fn: Callable[..., Any],
-        *,
-        skip: Callable[[str, Any], bool],
-        param_docs: dict[str, str] | None = None,
-    ) -> None:
-        sig = inspect.signature(fn)
-        try:
-            hints = typing.get_type_hints(fn, include_extras=True)
-        except Exception:  # retry with the closure's names, else explain what to do
-            try:
-                local_names = dict(inspect.getclosurevars(fn).nonlocals)
-                hints = typing.get_type_hints(fn, localns=local_names, include_extras=True)
-            except Exception as exc:
-                raise TypeError(
-                    f"cannot resolve the type hints of {getattr(fn, '__qualname__', fn)!r}: "
-                    f"{exc}. Define the types it uses at module level (string annotations "
-                    "from 'from __future__ import annotations' are resolved in the module's "
-                    "namespace)."
-                ) from None
-        self.context_param: str | None = None
+    def __init__(self, spec: HandlerSpec, *, param_docs: dict[str, str] | None = None) -> None:
         self.adapters: dict[str, Any] = {}
         self.names: list[str] = []
         properties: JSON = {}
         required: list[str] = []
         defs: JSON = {}
         docs = param_docs or {}
-        for name, param in sig.parameters.items():
-            if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
-                continue
-            tp = hints.get(name, param.annotation)
-            if skip(name, tp):
-                self.context_param = name
-                continue
+        for param, tp in spec.parameters:
+            name = param.name
             if tp is inspect.Parameter.empty:
                 tp = Any
             schema, adapter = type_schema(tp)

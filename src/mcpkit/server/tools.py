@@ -14,8 +14,6 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-import anyio.to_thread
-
 from ..protocol.errors import (
     CapabilityNotSupported,
     ProtocolError,
@@ -25,16 +23,13 @@ from ..protocol.errors import (
 )
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context, InputRequired
+from .handler import HandlerSpec
 from .schema import Signature, output_schema, parse_docstring
 from .validation import SchemaValidator
 
 log = logging.getLogger("mcpkit.server")
 JSON = dict[str, Any]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def _is_context(name: str, tp: Any) -> bool:
-    return tp is Context or (isinstance(tp, str) and tp.endswith("Context"))
 
 
 def describe_schema(schema: JSON) -> str:
@@ -67,14 +62,15 @@ class Tool:
         structured_output: bool | None = None,
     ) -> None:
         self.fn = fn
-        self.name = name or fn.__name__
+        self.spec = HandlerSpec(fn)
+        self.name = name or self.spec.name
         if not TOOL_NAME.match(self.name):
             raise ValueError(
                 f"invalid tool name {self.name!r}: use 1-128 characters of A-Z a-z 0-9 _ - ."
             )
         doc_desc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc_desc
-        self.signature = Signature(fn, skip=_is_context, param_docs=param_docs)
+        self.signature = Signature(self.spec, param_docs=param_docs)
         self.input_schema = input_schema if input_schema is not None else self.signature.schema
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
@@ -86,14 +82,8 @@ class Tool:
         elif structured_output is False:
             self.output_schema = None
         else:
-            ret = inspect.signature(fn).return_annotation
-            try:
-                import typing
-
-                ret = typing.get_type_hints(fn).get("return", ret)
-            except Exception:
-                pass
-            self.output_schema, self.wrapped, self._out_adapter = output_schema(ret)
+            self.output_schema, self.wrapped, self._out_adapter = output_schema(
+                self.spec.return_hint)
         self.output_validator = (
             SchemaValidator(self.output_schema) if self.output_schema is not None else None
         )
@@ -101,9 +91,6 @@ class Tool:
         self.annotations = annotations
         self.icons = icons
         self.meta = meta
-        self.is_async = inspect.iscoroutinefunction(fn) or inspect.iscoroutinefunction(
-            type(fn).__call__  # an object whose __call__ is async
-        )
         self.param_headers: dict[str, str] | None = None  # x-mcp-header map, on first use
         self.definition = self._definition()
 
@@ -145,13 +132,8 @@ class Tool:
             return error_result(
                 f"Invalid arguments for tool '{self.name}': {_short(exc)}. Fix them and retry."
             )
-        if self.signature.context_param:
-            kwargs[self.signature.context_param] = ctx
         try:
-            if self.is_async:
-                value = await self.fn(**kwargs)
-            else:
-                value = await anyio.to_thread.run_sync(lambda: self.fn(**kwargs))
+            value = await self.spec.invoke(kwargs, ctx)
         except (InputRequired, ProtocolError):
             raise  # MRTR input request / a protocol error such as -32021: not tool failures
         except ToolError as exc:

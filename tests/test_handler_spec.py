@@ -1,0 +1,172 @@
+"""One handler inspection for tools, prompts and resources (``mcpkit.server.handler``).
+
+Every way of asking for the ``Context`` (plain, ``| None``, ``Optional``, ``Annotated``, as
+a string annotation — this module uses ``from __future__ import annotations``, so every
+annotation here is a string) is found the same way by all three kinds of handler; async
+functions, objects with an async ``__call__`` and partials are awaited; sync ones run in a
+worker thread; unresolvable hints are reported at registration.
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from typing import Annotated, Any, Optional
+
+import anyio
+import pytest
+
+from mcpkit import Context, Server
+from mcpkit.client import Client
+from mcpkit.server.handler import HandlerSpec, is_context_type
+
+pytestmark = pytest.mark.anyio
+LIMIT = 10
+
+
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+class MyContext(Context):
+    """A user subclass still counts as the Context."""
+
+
+@pytest.mark.parametrize("hint, expected", [
+    (Context, True),
+    (Context | None, True),
+    (Optional[Context], True),  # noqa: UP045 - the spelling under test
+    (Annotated[Context, "the request"], True),
+    (Annotated[Context | None, "x"], True),
+    (MyContext, True),
+    (str, False),
+    (Context | str, False),  # a union with something else is an argument, not the context
+    (list[Context], False),
+    (Any, False),
+])
+def test_is_context_type(hint: Any, expected: bool) -> None:
+    assert is_context_type(hint) is expected
+
+
+def test_spec_finds_the_context_however_it_is_written() -> None:
+    async def a(x: int, ctx: Context | None = None) -> int:
+        return x
+
+    def b(ctx: Optional[Context], x: int) -> int:  # noqa: UP045
+        return x
+
+    async def c(x: int, ctx: Annotated[Context, "injected"]) -> int:
+        return x
+
+    for fn in (a, b, c):
+        spec = HandlerSpec(fn)
+        assert spec.context_param == "ctx", fn
+        assert [p.name for p, _ in spec.parameters] == ["x"]
+        assert spec.parameters[0][1] is int  # resolved from the string annotation
+
+
+def test_spec_detects_what_returns_a_coroutine() -> None:
+    async def coro(x: int) -> int:
+        return x
+
+    def plain(x: int) -> int:
+        return x
+
+    class AsyncCallable:
+        async def __call__(self, x: int) -> int:
+            return x
+
+    class SyncCallable:
+        def __call__(self, x: int) -> int:
+            return x
+
+    assert HandlerSpec(coro).is_async
+    assert not HandlerSpec(plain).is_async
+    assert HandlerSpec(AsyncCallable()).is_async
+    assert not HandlerSpec(SyncCallable()).is_async
+    assert HandlerSpec(functools.partial(coro, x=1)).is_async
+    assert HandlerSpec(AsyncCallable()).name == "AsyncCallable"
+
+
+def test_unresolvable_hints_are_reported_not_swallowed() -> None:
+    def broken(x: NoSuchType) -> str:  # type: ignore[name-defined]  # noqa: F821
+        return ""
+
+    server = Server("t")
+    for register in (server.tool, server.prompt):
+        with pytest.raises(TypeError, match=r"cannot resolve the type hints of .*broken.*"
+                                             r"NoSuchType"):
+            register(broken)
+    with pytest.raises(TypeError, match="NoSuchType"):
+        server.resource("t://x")(broken)
+
+
+def test_two_context_parameters_are_refused() -> None:
+    def twice(a: Context, b: Context | None = None) -> str:
+        return ""
+
+    with pytest.raises(TypeError, match="takes the Context twice"):
+        HandlerSpec(twice)
+
+
+def _server() -> Server:
+    server = Server("handlers")
+
+    @server.tool
+    async def optional_ctx(city: str, days: int = 3, ctx: Context | None = None) -> str:
+        """The README's own signature."""
+        assert isinstance(ctx, Context)
+        return f"{city}:{days}"
+
+    @server.tool
+    def sync_tool(x: int, ctx: Annotated[Context, "the request"]) -> str:
+        """Runs in a worker thread, with the context."""
+        assert isinstance(ctx, Context)
+        return f"{x}:{threading.current_thread() is threading.main_thread()}"
+
+    class Greeter:
+        """A prompt object whose __call__ is async."""
+
+        __name__ = "greeter"
+
+        async def __call__(self, name: str, ctx: Optional[Context] = None) -> str:  # noqa: UP045
+            assert isinstance(ctx, Context)
+            return f"Say hello to {name}."
+
+    server.prompt(Greeter())
+
+    @server.prompt
+    def plain_prompt(topic: str, ctx: Context | None = None) -> str:
+        return f"Write about {topic}."
+
+    @server.resource("t://note/{id}")
+    async def note(id: str, ctx: Context | None = None) -> str:
+        assert isinstance(ctx, Context)
+        return f"note {id}"
+
+    return server
+
+
+async def test_every_kind_of_handler_through_a_client() -> None:
+    with anyio.fail_after(LIMIT):
+        async with Client(_server()) as client:
+            tools = {t.name: t for t in await client.list_tools()}
+            assert set(tools["optional_ctx"].input_schema["properties"]) == {"city", "days"}
+            assert tools["optional_ctx"].input_schema["required"] == ["city"]
+            assert set(tools["sync_tool"].input_schema["properties"]) == {"x"}
+            res = await client.call_tool("optional_ctx", {"city": "Lisbon"})
+            assert not res.is_error and res.text == "Lisbon:3"
+            res = await client.call_tool("sync_tool", {"x": 2})
+            assert res.text == "2:False"  # not on the event loop's thread
+
+            prompts = {p.name: p for p in await client.list_prompts()}
+            assert [a.name for a in prompts["greeter"].arguments or []] == ["name"]
+            assert [a.name for a in prompts["plain_prompt"].arguments or []] == ["topic"]
+            got = await client.get_prompt("greeter", {"name": "Ada"})
+            assert got.messages[0].content.text == "Say hello to Ada."  # type: ignore[union-attr]
+            got = await client.get_prompt("plain_prompt", {"topic": "tides"})
+            assert got.messages[0].content.text == "Write about tides."  # type: ignore[union-attr]
+
+            read = await client.read_resource("t://note/7")
+            assert read.contents[0].text == "note 7"  # type: ignore[union-attr]
