@@ -1,20 +1,45 @@
 #!/usr/bin/env bash
-# Benchmark mcpkit side by side with the official SDK and the raw limit, in one run of
-# ../shared/bench/mcpbench.py (every peer on the same machine, rounds interleaved), then
-# check the ratios against the goals of the issues (bench/goals.py).
+# Benchmark what users get: mcpkit installed the way a user installs it (`pip install .`,
+# no extras, into bench/.venv-plain) serving the example servers, side by side with the
+# official SDK and the raw limit in one run of the shared mcpbench.py harness (every peer on
+# the same machine, rounds interleaved); then check the ratios against the issues' goals
+# (bench/goals.py).
 #   bench/run.sh                 # the full run (~15 min on 2 cores)
 #   bench/run.sh --quick         # a smoke run
-#   bench/run.sh --era 2026-07-28 --suites B   # the stateless revision over HTTP
+#   bench/run.sh --era 2026-07-28 --suites B,C   # the stateless revision
 # Peers: raw (the limit), sdk-low / sdk-low-json (the official SDK's low-level server, SSE
-# and JSON answers, uvicorn's h11 parser as the harness runs it), sdk-low-json-httptools
-# (the same with httptools, the parser mcpkit's server gets from uvicorn when installed),
-# and mcpkit (bench/echo_server.py).
+# and JSON answers; the harness runs them in the dev venv, which has mcp) and mcpkit:
+#   stdio (suites A, C, D): examples/everything.py
+#   HTTP (suite B):         examples/everything.py --http (server.run("http"): uvicorn with
+#                           the httptools parser and uvloop that the plain install brings)
+#   200 tools (suite E):    bench/echo_server.py --tools 200 (schema-heavy tools)
+# MCPBENCH points at the harness (default: ../shared/bench/mcpbench.py, the team's copy).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARNESS="${MCPBENCH:-../shared/bench/mcpbench.py}"
+[ -f "$HARNESS" ] || { echo "bench/run.sh: no harness at $HARNESS (set MCPBENCH)"; exit 2; }
 PY=.venv/bin/python
-[ -x "$PY" ] || { echo "run scripts/check first (it creates .venv)"; exit 2; }
+[ -x "$PY" ] || { echo "bench/run.sh: run scripts/check first (it creates .venv)"; exit 2; }
+PLAIN="$PWD/bench/.venv-plain"
+if [ ! -x "$PLAIN/bin/python" ]; then
+    python3 -m venv "$PLAIN"
+fi
+"$PLAIN/bin/python" -m pip install --quiet --disable-pip-version-check --force-reinstall \
+    --no-deps . && "$PLAIN/bin/python" -m pip install --quiet --disable-pip-version-check .
+echo "bench/run.sh: mcpkit peer from a plain install:" \
+    "$("$PLAIN/bin/python" -m pip freeze | grep -iE '^(mcpkit|uvicorn|httptools|uvloop)' | tr '\n' ' ')"
 OUT="${OUT:-bench/results.json}"
-"$PY" "$HARNESS" --peer raw --peer sdk-low --peer sdk-low-json --peer-file bench/peers.json \
+PEERS="$(mktemp)"
+trap 'rm -f "$PEERS"' EXIT
+cat > "$PEERS" <<JSON
+{
+  "mcpkit": {
+    "stdio": "$PLAIN/bin/python $PWD/examples/everything.py",
+    "stdio_tools": "$PLAIN/bin/python $PWD/bench/echo_server.py --tools 200",
+    "http_cmd": "$PLAIN/bin/python $PWD/examples/everything.py --http --port {port}"
+  }
+}
+JSON
+"$PY" "$HARNESS" --peer raw --peer sdk-low --peer sdk-low-json --peer-file "$PEERS" \
     --json "$OUT" "$@"
 "$PY" bench/goals.py "$OUT"
