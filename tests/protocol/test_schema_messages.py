@@ -5,7 +5,8 @@ and taken through the kinds of exchanges of ``test_connection.py``: handshake, p
 listing and calling tools, prompts, resources, completion, progress, logging,
 cancellation, server->client requests, list-change notifications, every kind of error,
 and (2025-03-26) batches. Everything the server writes is recorded, then each message is
-validated against ``/work/shared/spec/schema/<negotiated>.schema.json``: the JSON-RPC
+validated against the official schema of the negotiated revision (the copy mcpkit
+ships, ``mcpkit/check/data/schema/<negotiated>.schema.json``): the JSON-RPC
 envelope definition, plus the MCP definition picked by method (``InitializeResult`` for
 an ``initialize`` response, ``ProgressNotification``, ``LoggingMessageNotification``, ...).
 """
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import functools
 import json
-from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -31,12 +31,7 @@ from mcpkit.protocol.versions import (
     V2025_06_18,
     V2025_11_25,
 )
-
-SCHEMA_DIR = Path("/work/shared/spec/schema")
-
-pytestmark = pytest.mark.skipif(
-    not SCHEMA_DIR.is_dir(), reason="spec schemas not available at /work/shared/spec/schema"
-)
+from tests.support.schemas import SCHEMA_DIR
 
 # ---------------------------------------------------------------------------- schema access
 

@@ -16,14 +16,16 @@ from __future__ import annotations
 
 import functools
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 
-SCHEMA_DIR = Path(__file__).resolve().parents[3] / "shared" / "spec" / "schema"
-if not SCHEMA_DIR.is_dir():  # CI clones the repo next to shared/
-    SCHEMA_DIR = Path(__file__).resolve().parents[2].parent / "shared" / "spec" / "schema"
+# The official schemas as mcpkit ships them (src/mcpkit/check/data/schema), so the tests
+# need nothing outside the repository; test_check_units.py keeps these copies in step with
+# the project's spec/ when that folder is beside the repo.
+SCHEMA_DIR = Path(str(resources.files("mcpkit.check").joinpath("data", "schema")))
 
 # Result types whose name is not "<Request name minus 'Request'>Result".
 _RESULT_OVERRIDES = {
