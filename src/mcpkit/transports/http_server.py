@@ -251,10 +251,12 @@ class _NoStream:
 
 
 def _headers(scope: Scope) -> dict[str, str]:
+    """Header name -> value; a value without the whitespace around it (RFC 9110 §5.5),
+    which h11 strips but httptools leaves at the end."""
     out: dict[str, str] = {}
     for key, value in scope.get("headers", ()):
         name = key.decode("latin-1").lower()
-        text = value.decode("latin-1")
+        text = value.decode("latin-1").strip(" \t")
         out[name] = f"{out[name]}, {text}" if name in out else text
     return out
 
