@@ -340,6 +340,25 @@ NAME_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}},
 OK_SCHEMA = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
+async def test_custom_header(region: str) -> str:
+    return f"Region: {region}"
+
+
+# `x-mcp-header` mirrors the argument into an `Mcp-Param-Region` header on 2026-07-28 HTTP
+# requests; the server rejects a request whose header is missing, malformed (bad
+# `=?base64?...?=`) or different from the argument with -32020 (HTTP 400).
+server.add_tool(
+    test_custom_header,
+    description="Echoes a region passed both as an argument and as the Mcp-Param-Region "
+                "header (SEP-2243 custom headers)",
+    input_schema={
+        "type": "object",
+        "properties": {"region": {"type": "string", "x-mcp-header": "Region"}},
+        "required": ["region"],
+    },
+)
+
+
 def _text_of(result: dict[str, Any]) -> str:
     content = result.get("content")
     return content.get("text", "") if isinstance(content, dict) else ""
