@@ -7,9 +7,9 @@ background; the next line runs once it printed its start-up line, and ``kill %1`
 (it must exit 0). Python blocks run as files: the server example is saved as
 ``server.py``, which the client example launches with ``python server.py``.
 
-The first two blocks are the two commands a new user types; they are run by CI itself
-(``.ci/run`` installs the package into a fresh venv and runs the test command), so here they
-are only pinned to what CI runs.
+The first two blocks are the two commands a new user types; CI runs them itself
+(``scripts/install-check`` runs the first one verbatim in a fresh copy of the repository,
+``.ci/run`` the second), so here they are only pinned.
 """
 
 from __future__ import annotations
@@ -43,7 +43,8 @@ def test_readme_starts_with_the_two_commands_ci_runs() -> None:
                              ".venv/bin/mcpkit run examples/notes.py")
     assert second.strip() == "./scripts/check"
     ci = (ROOT / ".ci" / "run").read_text()
-    assert "./scripts/check" in ci
+    assert "./scripts/install-check" in ci and "./scripts/check" in ci
+    assert "README's first command, verbatim" in (ROOT / "scripts" / "install-check").read_text()
 
 
 class Shell:
