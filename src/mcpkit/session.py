@@ -17,6 +17,7 @@ import functools
 import inspect
 import logging
 import math
+import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
@@ -25,7 +26,6 @@ from typing import Any, Protocol
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
-import sniffio
 
 from .protocol.connection import (
     CancelRequested,
@@ -76,6 +76,22 @@ NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
+DEFAULT_DRAIN_TIMEOUT = 1.0
+"""Seconds in-flight handlers may run on after the input ended, before they are cancelled.
+Short on purpose: MCP clients wait about 2 s after closing stdin before they SIGTERM."""
+
+
+def _running_asyncio_loop() -> Any:
+    """The running asyncio event loop, or ``None`` under another event loop (trio)."""
+    asyncio = sys.modules.get("asyncio")
+    if asyncio is None:
+        return None
+    try:
+        return asyncio.get_running_loop()
+    except RuntimeError:
+        return None
+
+
 @dataclass(slots=True)
 class _Waiter:
     done: anyio.Event = field(default_factory=anyio.Event)
@@ -115,6 +131,7 @@ class Session:
         "_on_event",
         "_on_notification",
         "_on_request",
+        "_reader_scope",
         "_send_done",
         "_started",
         "_tasks",
@@ -146,7 +163,8 @@ class Session:
         self._on_event = on_event
         self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
         self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
-        self.drain_timeout = 5.0  # seconds handlers may finish after the input ended
+        self.drain_timeout = DEFAULT_DRAIN_TIMEOUT  # seconds handlers may finish after EOF
+        self._reader_scope: anyio.CancelScope | None = None  # cancelled by stop_input()
         self._idle: anyio.Event | None = None  # set when the last handler finishes
         self._waiters: dict[RequestId, _Waiter] = {}
         self._wakeup: anyio.Event | _Unset = _UNSET  # created by run()
@@ -188,10 +206,9 @@ class Session:
         self._wakeup = anyio.Event()
         self._loop_thread = threading.get_ident()
         self._loop_token = anyio.lowlevel.current_token()
-        if sniffio.current_async_library() == "asyncio":
-            import asyncio
-
-            self._asyncio_loop = asyncio.get_running_loop()
+        loop = _running_asyncio_loop()
+        if loop is not None:
+            self._asyncio_loop = loop
             self._try_send = getattr(self.stream, "try_send", None)
         try:
             async with anyio.create_task_group() as tg:
@@ -201,14 +218,17 @@ class Session:
                 eof = False
                 try:
                     read_nowait = getattr(self.stream, "read_nowait", None)
-                    if (
-                        self._asyncio_loop is not None
-                        and read_nowait is not None
-                        and getattr(self.stream, "pollable", False)
-                    ):
-                        await self._callback_reader(read_nowait)
-                    else:
-                        await self._reader()
+                    with anyio.CancelScope() as self._reader_scope:
+                        if (
+                            self._asyncio_loop is not None
+                            and read_nowait is not None
+                            and getattr(self.stream, "pollable", False)
+                        ):
+                            await self._callback_reader(read_nowait)
+                        else:
+                            await self._reader()
+                    if self._reader_scope.cancel_called:  # stop_input(): as if input ended
+                        self._feed(self.conn.receive_eof)
                     eof = True
                 finally:
                     if eof:
@@ -272,6 +292,13 @@ class Session:
                 self._feed(conn.receive_eof)
                 return
             self._feed(conn.receive_data, data)
+
+    def stop_input(self) -> None:
+        """Stop reading, as if the input had ended: running handlers get the drain window
+        (``drain_timeout``), then are cancelled; finished answers are still written. For a
+        graceful stop on SIGTERM; safe to call more than once, or before ``run``."""
+        if self._reader_scope is not None:
+            self._reader_scope.cancel()
 
     async def _drain(self) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``); a

@@ -26,7 +26,7 @@ from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
 from ..protocol.stateless import SUBSCRIPTION_ID, open_state, seal_state
 from ..protocol.versions import LATEST_STATEFUL
-from ..session import ByteStream, HandlerResult, Session
+from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream, HandlerResult, Session
 from .context import Context, InputRequired
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate, check_uri
@@ -67,6 +67,7 @@ class Server:
         state_key: bytes | None = None,
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
+        drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -82,6 +83,9 @@ class Server:
         self.instructions = instructions
         self.page_size = page_size
         self.max_message_size = max_message_size
+        #: Seconds in-flight handlers may finish after a stdio client closed its side (or
+        #: SIGTERM arrived) before they are cancelled; answers finished by then are written.
+        self.drain_timeout = drain_timeout
         self._tools: dict[str, Tool] = {}
         self._resources: dict[str, Resource] = {}
         self._templates: dict[str, ResourceTemplate] = {}
@@ -330,8 +334,13 @@ class Server:
         conn.cache_scope = self.cache_scope
         return conn
 
-    async def serve(self, stream: ByteStream) -> None:
-        """Serve one client over ``stream`` until it closes (lifespan entered around it)."""
+    async def serve(self, stream: ByteStream, *, stop_on_signals: bool = False) -> None:
+        """Serve one client over ``stream`` until it closes (lifespan entered around it).
+
+        ``stop_on_signals``: SIGTERM or SIGINT stops reading as if the input had ended
+        (the drain window, then in-flight handlers are cancelled); a second one cancels at
+        once. Only in the main thread, where signals can be received.
+        """
         async with self.lifespan_scope():
             session = Session(
                 self.connection(),
@@ -339,19 +348,27 @@ class Server:
                 on_request=self._on_request,
                 on_notification=self._on_notification,
             )
+            session.drain_timeout = self.drain_timeout
             self._sessions.add(session)
             try:
-                await session.run()
+                if stop_on_signals and _can_receive_signals():
+                    async with anyio.create_task_group() as tg:
+                        tg.start_soon(_stop_on_signals, session, tg.cancel_scope)
+                        await session.run()
+                        tg.cancel_scope.cancel()
+                else:
+                    await session.run()
             finally:
                 self._sessions.discard(session)
 
     async def serve_stdio(self) -> None:
-        """Serve this process's stdin/stdout (see ``transports.stdio``)."""
+        """Serve this process's stdin/stdout (see ``transports.stdio``) until end of input,
+        SIGTERM or SIGINT (each: drain, then cancel; see ``drain_timeout``)."""
         from ..transports.stdio import StdioStream
 
         stream = StdioStream.for_server()
         try:
-            await self.serve(stream)
+            await self.serve(stream, stop_on_signals=True)
         finally:
             await stream.aclose()
 
@@ -431,15 +448,18 @@ class Server:
                 format="%(asctime)s %(levelname)s %(name)s: %(message)s",
                 stream=sys.stderr,
             )
+        if "drain_timeout" in options:
+            self.drain_timeout = float(options.pop("drain_timeout"))
         if transport == "http":
-            import uvicorn
+            from .running import run_http
 
             host = options.pop("host", "127.0.0.1")
             port = int(options.pop("port", 8000))
             http_impl = options.pop("http", "auto")  # uvicorn's parser: auto|h11|httptools
-            app = self.asgi_app(options.pop("path", "/mcp"), **options)
-            uvicorn.run(app, host=host, port=port, log_level="warning", access_log=False,
-                        lifespan="on", http=http_impl, loop="asyncio")
+            loop_impl = options.pop("loop", "auto")  # uvicorn's loop: auto|asyncio|uvloop
+            path = options.pop("path", "/mcp")
+            run_http(self.asgi_app(path, **options), host=host, port=port, path=path,
+                     http=http_impl, loop=loop_impl)
             return
         if transport != "stdio":
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
@@ -745,3 +765,27 @@ def _decode_cursor(cursor: Any) -> int:
         return int(num)
     except (ValueError, binascii.Error, UnicodeDecodeError):
         raise _bad_cursor() from None
+
+
+def _can_receive_signals() -> bool:
+    """Signal handlers can only be installed from the main thread, and not on Windows."""
+    import threading
+
+    return sys.platform != "win32" and threading.current_thread() is threading.main_thread()
+
+
+async def _stop_on_signals(session: Session, scope: anyio.CancelScope) -> None:
+    """First SIGTERM/SIGINT: stop reading and drain; a second one: cancel everything."""
+    import signal
+
+    with anyio.open_signal_receiver(signal.SIGTERM, signal.SIGINT) as signals:
+        count = 0
+        async for signum in signals:
+            count += 1
+            if count == 1:
+                log.info("%s: finishing in-flight requests, then exiting",
+                         signal.Signals(signum).name)
+                session.stop_input()
+            else:
+                scope.cancel()
+                return

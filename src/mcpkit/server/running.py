@@ -1,0 +1,105 @@
+"""Serving a Streamable HTTP app from the command line: ``Server.run("http")``.
+
+uvicorn serves the ASGI app with the fastest parts it has: the httptools parser and the
+uvloop event loop (runtime dependencies of mcpkit where they exist; h11 and asyncio
+otherwise). The socket is bound before anything is announced, so the one line written to
+stderr — the URL and the parts in use — is true the moment it appears: a client (or a
+test) that waits for it can connect at once. Port 0 picks a free port, and the line names
+the real one.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import signal
+import socket
+import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+from typing import Any
+
+PARSERS = ("auto", "h11", "httptools")
+LOOPS = ("auto", "asyncio", "uvloop")
+
+
+def _available(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def pick_parts(http: str = "auto", loop: str = "auto") -> tuple[str, str]:
+    """The (parser, loop) uvicorn will use: the fastest installed when ``auto``, else the
+    one asked for (``ValueError`` if it is unknown or not installed)."""
+    if http not in PARSERS:
+        raise ValueError(f"unknown HTTP parser {http!r}: use one of {', '.join(PARSERS)}")
+    if loop not in LOOPS:
+        raise ValueError(f"unknown event loop {loop!r}: use one of {', '.join(LOOPS)}")
+    if http == "auto":
+        http = "httptools" if _available("httptools") else "h11"
+    if loop == "auto":
+        loop = "uvloop" if sys.platform != "win32" and _available("uvloop") else "asyncio"
+    for name in (http, loop):
+        if name not in ("h11", "asyncio") and not _available(name):
+            raise ValueError(f"{name} is not installed: pip install {name}, or pass 'auto'")
+    return http, loop
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise OSError(exc.errno, f"cannot listen on {host}:{port}: {exc.strerror}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
+             http: str = "auto", loop: str = "auto") -> None:
+    """Serve ``app`` with uvicorn until SIGINT/SIGTERM (a graceful shutdown, exit 0)."""
+    import uvicorn
+
+    parser, loop_impl = pick_parts(http, loop)
+    sock = _bind(host, port)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
+                            http=parser, loop=loop_impl)
+    server = uvicorn.Server(config)
+    sys.stderr.write(f"mcpkit: serving MCP over Streamable HTTP at "
+                     f"http://{shown}:{bound_port}{path} (uvicorn, {parser}, {loop_impl})\n")
+    sys.stderr.flush()
+    with _graceful_signals():
+        try:
+            server.run(sockets=[sock])
+        finally:
+            sock.close()
+
+
+@contextmanager
+def _graceful_signals() -> Iterator[None]:
+    """While uvicorn runs, SIGINT/SIGTERM mean "shut down gracefully and exit 0".
+
+    uvicorn handles them itself, then re-raises each captured signal through the handler
+    that was installed before it started, so that the default action (death by the
+    signal, or KeyboardInterrupt) follows the shutdown. The handler installed here takes
+    that re-raised signal quietly instead; the previous handlers come back afterwards.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def absorb(signum: int, frame: FrameType | None) -> None:
+        pass
+
+    previous = {sig: signal.signal(sig, absorb) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
