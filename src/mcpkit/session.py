@@ -20,7 +20,6 @@ import math
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import anyio
@@ -49,6 +48,7 @@ from .protocol.errors import (
     RequestTimeout,
 )
 from .protocol.jsonrpc import JSONObject, RequestId
+from .protocol.record import Record
 
 log = logging.getLogger("mcpkit")
 
@@ -92,12 +92,20 @@ def _running_asyncio_loop() -> Any:
         return None
 
 
-@dataclass(slots=True)
-class _Waiter:
-    done: anyio.Event = field(default_factory=anyio.Event)
-    result: JSONObject | None = None
-    error: Exception | None = None
-    on_progress: ProgressCallback | None = None
+class _Waiter(Record):
+    __slots__ = ("done", "error", "on_progress", "result")
+
+    def __init__(
+        self,
+        done: anyio.Event | None = None,
+        result: JSONObject | None = None,
+        error: Exception | None = None,
+        on_progress: ProgressCallback | None = None,
+    ) -> None:
+        self.done = anyio.Event() if done is None else done
+        self.result = result
+        self.error = error
+        self.on_progress = on_progress
 
 
 class _Unset:

@@ -20,7 +20,6 @@ Invariants kept here, whatever the caller does:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 from . import compat
@@ -62,6 +61,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
+from .record import Record
 from .stateless import RequestMeta, is_modern, read_meta, stamp
 from .versions import (
     LATEST_STATEFUL,
@@ -75,77 +75,113 @@ from .versions import (
 # ---------------------------------------------------------------------------- events
 
 
-@dataclass(slots=True)
-class RequestReceived:
-    id: RequestId
-    method: str
-    params: JSONObject
-    meta: RequestMeta | None = None  # set for a modern (2026-07-28) request
+class RequestReceived(Record):
+    __slots__ = ("id", "meta", "method", "params")
+
+    def __init__(
+        self,
+        id: RequestId,
+        method: str,
+        params: JSONObject,
+        meta: RequestMeta | None = None,
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+        self.meta = meta  # set for a modern (2026-07-28) request
 
 
-@dataclass(slots=True)
-class NotificationReceived:
-    method: str
-    params: JSONObject
+class NotificationReceived(Record):
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: JSONObject) -> None:
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class ResponseReceived:
-    id: RequestId
-    result: JSONObject
+class ResponseReceived(Record):
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: JSONObject) -> None:
+        self.id = id
+        self.result = result
 
 
-@dataclass(slots=True)
-class ErrorReceived:
-    id: RequestId
-    error: RemoteError
+class ErrorReceived(Record):
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: RequestId, error: RemoteError) -> None:
+        self.id = id
+        self.error = error
 
 
-@dataclass(slots=True)
-class CancelRequested:
+class CancelRequested(Record):
     """The peer cancelled its request ``id``: stop the work; no response will be sent."""
 
-    id: RequestId
-    reason: str | None
+    __slots__ = ("id", "reason")
+
+    def __init__(self, id: RequestId, reason: str | None) -> None:
+        self.id = id
+        self.reason = reason
 
 
-@dataclass(slots=True)
-class ProgressReceived:
+class ProgressReceived(Record):
     """Progress for our request ``request_id``."""
 
-    request_id: RequestId
-    progress: float
-    total: float | None
-    message: str | None
+    __slots__ = ("message", "progress", "request_id", "total")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        self.request_id = request_id
+        self.progress = progress
+        self.total = total
+        self.message = message
 
 
-@dataclass(slots=True)
-class SessionStarted:
+class SessionStarted(Record):
     """Server: ``initialize`` answered. Client: ``initialize`` result accepted."""
 
-    revision: Revision
-    peer_info: JSONObject
-    peer_capabilities: JSONObject
-    instructions: str | None = None
+    __slots__ = ("instructions", "peer_capabilities", "peer_info", "revision")
+
+    def __init__(
+        self,
+        revision: Revision,
+        peer_info: JSONObject,
+        peer_capabilities: JSONObject,
+        instructions: str | None = None,
+    ) -> None:
+        self.revision = revision
+        self.peer_info = peer_info
+        self.peer_capabilities = peer_capabilities
+        self.instructions = instructions
 
 
-@dataclass(slots=True)
-class SessionReady:
+class SessionReady(Record):
     """Server: ``notifications/initialized`` arrived; normal operation may start."""
 
+    __slots__ = ()
 
-@dataclass(slots=True)
-class HandshakeFailed:
+class HandshakeFailed(Record):
     """Client: the server chose a revision we do not speak, or refused ``initialize``."""
 
-    reason: str
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
 
 
-@dataclass(slots=True)
-class ProtocolViolation:
+class ProtocolViolation(Record):
     """The peer sent something invalid; it was answered (if it could be) and dropped."""
 
-    error: ProtocolError
+    __slots__ = ("error",)
+
+    def __init__(self, error: ProtocolError) -> None:
+        self.error = error
 
 
 Event = (
@@ -162,36 +198,57 @@ Event = (
 )
 
 
-@dataclass(slots=True)
-class Outgoing:
+class Outgoing(Record):
     """One serialized message, and the inbound request it belongs to (for HTTP routing)."""
 
-    data: bytes
-    related: RequestId | None = None
-    final: bool = False  # a response (or error) ending the exchange of ``related``
+    __slots__ = ("data", "final", "related")
+
+    def __init__(self, data: bytes, related: RequestId | None = None, final: bool = False) -> None:
+        self.data = data
+        self.related = related
+        self.final = final  # a response (or error) ending the exchange of ``related``
 
 
-@dataclass(slots=True)
-class _Inbound:
-    method: str
-    progress_token: str | int | None
-    last_progress: float | None = None
-    batch: _Batch | None = None
-    meta: RequestMeta | None = None  # a modern (stateless) request's own metadata
+class _Inbound(Record):
+    __slots__ = ("batch", "last_progress", "meta", "method", "progress_token")
+
+    def __init__(
+        self,
+        method: str,
+        progress_token: str | int | None,
+        last_progress: float | None = None,
+        batch: _Batch | None = None,
+        meta: RequestMeta | None = None,
+    ) -> None:
+        self.method = method
+        self.progress_token = progress_token
+        self.last_progress = last_progress
+        self.batch = batch
+        self.meta = meta  # a modern (stateless) request's own metadata
 
 
-@dataclass(slots=True)
-class _Batch:
-    pending: set[RequestId] = field(default_factory=set)
-    parts: list[bytes] = field(default_factory=list)
-    key: RequestId | None = None  # the first request id in it (names its answer for HTTP)
-    receiving: bool = True  # still reading its elements: answers so far must wait
+class _Batch(Record):
+    __slots__ = ("key", "parts", "pending", "receiving")
+
+    def __init__(
+        self,
+        pending: set[RequestId] | None = None,
+        parts: list[bytes] | None = None,
+        key: RequestId | None = None,
+        receiving: bool = True,
+    ) -> None:
+        self.pending = set() if pending is None else pending
+        self.parts = [] if parts is None else parts
+        self.key = key  # the first request id in it (names its answer for HTTP)
+        self.receiving = receiving  # still reading its elements: answers so far must wait
 
 
-@dataclass(slots=True)
-class _Outbound:
-    method: str
-    progress_token: str | int | None
+class _Outbound(Record):
+    __slots__ = ("method", "progress_token")
+
+    def __init__(self, method: str, progress_token: str | int | None) -> None:
+        self.method = method
+        self.progress_token = progress_token
 
 
 _NOT_INITIALIZED = (

@@ -10,42 +10,50 @@ Invariants:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from .errors import InvalidRequest, ParseError, ProtocolError
+from .record import Record
 
 RequestId = str | int
 JSONObject = dict[str, Any]
 
 
-@dataclass(slots=True)
-class Request:
-    id: RequestId
-    method: str
-    params: JSONObject | None
+class Request(Record):
+    __slots__ = ("id", "method", "params")
+
+    def __init__(self, id: RequestId, method: str, params: JSONObject | None) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class Notification:
-    method: str
-    params: JSONObject | None
+class Notification(Record):
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: JSONObject | None) -> None:
+        self.method = method
+        self.params = params
 
 
-@dataclass(slots=True)
-class Response:
-    id: RequestId
-    result: JSONObject
+class Response(Record):
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: JSONObject) -> None:
+        self.id = id
+        self.result = result
 
 
-@dataclass(slots=True)
-class ErrorResponse:
-    id: RequestId | None
-    code: int
-    message: str
-    data: Any = None
+class ErrorResponse(Record):
+    __slots__ = ("code", "data", "id", "message")
+
+    def __init__(self, id: RequestId | None, code: int, message: str, data: Any = None) -> None:
+        self.id = id
+        self.code = code
+        self.message = message
+        self.data = data
 
 
 Message = Request | Notification | Response | ErrorResponse

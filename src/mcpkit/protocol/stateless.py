@@ -10,8 +10,6 @@ multi-round-trip request's progress without being able to forge it.
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import time
 from dataclasses import dataclass
 from typing import Any, Final
@@ -118,6 +116,8 @@ def params_digest(method: str, params: dict[str, Any]) -> str:
     """A digest of what identifies a request, without its MRTR/_meta additions."""
     core = {k: v for k, v in params.items() if k not in ("_meta", "inputResponses",
                                                           "requestState")}
+    import hashlib  # here, not at import: MRTR is not on the start-up path
+
     data = orjson.dumps([method, core], option=orjson.OPT_SORT_KEYS)
     return hashlib.sha256(data).hexdigest()[:32]
 
@@ -133,6 +133,9 @@ def _unb64(text: str) -> bytes:
 def seal_state(key: bytes, method: str, params: dict[str, Any], answers: dict[str, Any],
                ttl_s: float = 600.0) -> str:
     """``requestState`` carrying the answers gathered so far, bound to this request."""
+    import hashlib
+    import hmac
+
     body = orjson.dumps({"d": params_digest(method, params), "a": answers,
                          "x": int(time.time() + ttl_s)})
     mac = hmac.new(key, body, hashlib.sha256).digest()
@@ -142,6 +145,9 @@ def seal_state(key: bytes, method: str, params: dict[str, Any], answers: dict[st
 def open_state(key: bytes, method: str, params: dict[str, Any], state: Any) -> dict[str, Any]:
     """The answers sealed in ``state``; ``InvalidParams`` if it was tampered with, expired,
     or belongs to another request."""
+    import hashlib
+    import hmac
+
     bad = InvalidParams(
         "Invalid params: requestState is not valid for this request (tampered, expired or "
         "from another request); retry the original request without it."

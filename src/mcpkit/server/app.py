@@ -11,7 +11,6 @@ from __future__ import annotations
 import base64
 import binascii
 import logging
-import secrets
 import sys
 from collections.abc import AsyncIterator, Callable, Coroutine, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
@@ -94,7 +93,7 @@ class Server:
         self._caps_cache: tuple[bool, JSON] | None = None
         self._tools_pages: dict[str | None, JSON] = {}  # serialized tools/list pages
         self._listeners: dict[tuple[Session, Any], JSON] = {}  # open subscriptions/listen
-        self.state_key = state_key or secrets.token_bytes(32)  # seals MRTR requestState
+        self._state_key = state_key  # seals MRTR requestState; random unless given
         self._state_key_given = state_key is not None
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
@@ -390,6 +389,20 @@ class Server:
             if self._lifespan_users == 0 and self._lifespan_cm is not None:
                 cm, self._lifespan_cm = self._lifespan_cm, None
                 await cm.__aexit__(None, None, None)
+
+    @property
+    def state_key(self) -> bytes:
+        """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, the
+        session store's shared secret, or a random one made on first use."""
+        if self._state_key is None:
+            import secrets
+
+            self._state_key = secrets.token_bytes(32)
+        return self._state_key
+
+    @state_key.setter
+    def state_key(self, key: bytes) -> None:
+        self._state_key = key
 
     def asgi_app(self, path: str = "/mcp", **config: Any) -> Any:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.

@@ -9,10 +9,11 @@ anything else JSON-able -> its JSON text.
 from __future__ import annotations
 
 import base64
-from dataclasses import dataclass
 from typing import Any
 
 import orjson
+
+from ..protocol.record import Record
 
 JSON = dict[str, Any]
 
@@ -24,50 +25,70 @@ def _b64(data: bytes | str) -> str:
     return data if isinstance(data, str) else base64.b64encode(data).decode("ascii")
 
 
-@dataclass(slots=True)
-class Image:
+class Image(Record):
     """An image: raw bytes (or base64 text) and its MIME type."""
 
-    data: bytes | str
-    mime_type: str = "image/png"
+    __slots__ = ("data", "mime_type")
+
+    def __init__(self, data: bytes | str, mime_type: str = "image/png") -> None:
+        self.data = data
+        self.mime_type = mime_type
 
     def to_block(self) -> JSON:
         return {"type": "image", "data": _b64(self.data), "mimeType": self.mime_type}
 
 
-@dataclass(slots=True)
-class Audio:
+class Audio(Record):
     """Audio: raw bytes (or base64 text) and its MIME type."""
 
-    data: bytes | str
-    mime_type: str = "audio/wav"
+    __slots__ = ("data", "mime_type")
+
+    def __init__(self, data: bytes | str, mime_type: str = "audio/wav") -> None:
+        self.data = data
+        self.mime_type = mime_type
 
     def to_block(self) -> JSON:
         return {"type": "audio", "data": _b64(self.data), "mimeType": self.mime_type}
 
 
-@dataclass(slots=True)
-class EmbeddedResource:
+class EmbeddedResource(Record):
     """A resource's contents embedded in a result: ``text`` or ``blob`` (bytes)."""
 
-    uri: str
-    text: str | None = None
-    blob: bytes | None = None
-    mime_type: str | None = None
+    __slots__ = ("blob", "mime_type", "text", "uri")
+
+    def __init__(
+        self,
+        uri: str,
+        text: str | None = None,
+        blob: bytes | None = None,
+        mime_type: str | None = None,
+    ) -> None:
+        self.uri = uri
+        self.text = text
+        self.blob = blob
+        self.mime_type = mime_type
 
     def to_block(self) -> JSON:
         return {"type": "resource", "resource": resource_contents(
             self.uri, self.blob if self.text is None else self.text, self.mime_type)}
 
 
-@dataclass(slots=True)
-class ResourceLink:
+class ResourceLink(Record):
     """A link to a resource the client may read (need not be listed)."""
 
-    uri: str
-    name: str
-    description: str | None = None
-    mime_type: str | None = None
+    __slots__ = ("description", "mime_type", "name", "uri")
+
+    def __init__(
+        self,
+        uri: str,
+        name: str,
+        description: str | None = None,
+        mime_type: str | None = None,
+    ) -> None:
+        self.uri = uri
+        self.name = name
+        self.description = description
+        self.mime_type = mime_type
 
     def to_block(self) -> JSON:
         block: JSON = {"type": "resource_link", "uri": self.uri, "name": self.name}

@@ -9,7 +9,6 @@ session; each checks the client's declared capabilities first and raises
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
 from ..protocol.errors import (
@@ -20,6 +19,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.methods import has_capability
+from ..protocol.record import Record
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
@@ -30,12 +30,18 @@ if TYPE_CHECKING:
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
-@dataclass(slots=True)
-class ElicitResult:
+class ElicitResult(Record):
     """The user's answer: ``action`` is accept, decline or cancel; ``content`` on accept."""
 
-    action: Literal["accept", "decline", "cancel"]
-    content: dict[str, Any] | None = None
+    __slots__ = ("action", "content")
+
+    def __init__(
+        self,
+        action: Literal["accept", "decline", "cancel"],
+        content: dict[str, Any] | None = None,
+    ) -> None:
+        self.action = action
+        self.content = content
 
 
 class Context:

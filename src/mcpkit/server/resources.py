@@ -13,7 +13,6 @@ import inspect
 import re
 from collections.abc import Callable
 from typing import Any
-from urllib.parse import unquote
 
 from ..protocol.errors import InvalidParams
 from .content import resource_contents, to_json_text
@@ -24,6 +23,13 @@ from .schema import parse_docstring
 JSON = dict[str, Any]
 URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _VAR = re.compile(r"\{(\+?)([A-Za-z_][A-Za-z0-9_]*)\}")
+
+
+def _unquote(text: str) -> str:
+    """Percent-decode strictly (urllib.parse is loaded on the first escaped URI)."""
+    from urllib.parse import unquote
+
+    return unquote(text, errors="strict")
 
 
 class UnsafeURI(InvalidParams):
@@ -186,7 +192,7 @@ class ResourceTemplate(_Readable):
         for var, reserved in self.variables:
             raw = m.group(var)
             try:
-                value = unquote(raw, errors="strict") if "%" in raw else raw
+                value = _unquote(raw) if "%" in raw else raw
             except UnicodeDecodeError:
                 value = "\x00"  # undecodable percent-escapes: refused below
             segments = value.split("/") if reserved else [value]
