@@ -170,3 +170,21 @@ async def test_every_kind_of_handler_through_a_client() -> None:
 
             read = await client.read_resource("t://note/7")
             assert read.contents[0].text == "note 7"  # type: ignore[union-attr]
+
+
+async def test_fixed_value_resources_are_read_without_a_thread_hop(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    server = Server("fixed")
+    server.add_resource("static text", "t://text")
+    server.add_resource(b"\x00\x01", "t://blob", mime_type="application/octet-stream")
+
+    def no_threads(*args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("a fixed resource was read in a worker thread")
+
+    monkeypatch.setattr("mcpkit.server.handler.anyio.to_thread.run_sync", no_threads)
+    with anyio.fail_after(LIMIT):
+        async with Client(server) as client:
+            text = await client.read_resource("t://text")
+            assert text.contents[0].text == "static text"  # type: ignore[union-attr]
+            blob = await client.read_resource("t://blob")
+            assert blob.contents[0].blob == "AAE="  # type: ignore[union-attr]
