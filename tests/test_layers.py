@@ -42,6 +42,7 @@ FLOORS: dict[str, int] = {
     "client": 5,
     "check": 5,
     "cli": 6,
+    "__main__": 7,  # python -m mcpkit: the entry point, above the CLI
 }
 """Top-level component of ``mcpkit`` -> floor."""
 
