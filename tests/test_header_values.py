@@ -99,6 +99,18 @@ def test_a_value_with_its_own_surrounding_whitespace_travels_base64() -> None:
     assert answer["result"]["content"][0]["text"] == "region=' eu '"
 
 
+@pytest.mark.parametrize("value", [{"a": 1}, ["eu"]])
+def test_a_non_primitive_argument_is_a_schema_error_not_a_header_error(value: Any) -> None:
+    """No header can mirror an object or array: the call reaches the tool's schema check,
+    whose isError result tells the model what the argument should be."""
+    status, answer = asyncio.run(post(make_app(), {"region": value}, headers(region=None)))
+    assert status == 200, answer
+    assert answer["result"]["isError"] is True
+    assert "region" in answer["result"]["content"][0]["text"]
+    status, answer = asyncio.run(post(make_app(), {"region": value}, headers(region="eu")))
+    assert status == 400 and answer["error"]["code"] == -32020  # a header for it: refused
+
+
 @pytest.mark.parametrize(("arguments", "sent"), [
     ({"region": "eu"}, headers(name="wh ere")),             # inner whitespace counts
     ({"region": "eu"}, headers(region="e u")),

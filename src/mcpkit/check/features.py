@@ -19,7 +19,7 @@ from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
 from ..protocol.stateless import CLIENT_INFO as META_INFO
 from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
 from ..protocol.versions import V2026_07_28
-from ..transports.http_client import header_value
+from ..transports.http_client import header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint import ProvokedError, ToolCall
@@ -42,6 +42,9 @@ class Speaker:
     def __init__(self, channel: Channel, stateless: bool) -> None:
         self.channel = channel
         self.stateless = stateless
+        #: tool -> {parameter: header} of its ``x-mcp-header`` declarations, once listed:
+        #: a 2026-07-28 call mirrors those arguments in ``Mcp-Param-*`` as a client must.
+        self.param_headers: dict[str, dict[str, str]] = {}
 
     def meta(self, version: str = STATELESS_VERSION) -> dict[str, Any]:
         return {META_VERSION: version, META_CAPS: {}, META_INFO: CHECKER_INFO}
@@ -63,6 +66,12 @@ class Speaker:
         )
         if isinstance(name, str):
             h["Mcp-Name"] = header_value(name)
+        arguments = p.get("arguments")
+        if method == "tools/call" and isinstance(name, str) and isinstance(arguments, dict):
+            for param, header in self.param_headers.get(name, {}).items():
+                value = param_header_value(arguments.get(param))
+                if value is not None:
+                    h[f"Mcp-Param-{header}"] = value
         return h
 
     def fence(self) -> dict[str, Any]:
@@ -121,11 +130,28 @@ async def list_all(sp: Speaker, method: str) -> ListOutcome:
     return out
 
 
+def declared_param_headers(tools: list[Any]) -> dict[str, dict[str, str]]:
+    """``{tool: {parameter: header}}`` from the ``x-mcp-header`` annotations in tools'
+    input schemas (the well-formed ones; the server's own checks judge the rest)."""
+    out: dict[str, dict[str, str]] = {}
+    for tool in tools:
+        if not isinstance(tool, dict) or not isinstance(tool.get("name"), str):
+            continue
+        schema = tool.get("inputSchema")
+        props = schema.get("properties") if isinstance(schema, dict) else None
+        declared = {p: sub["x-mcp-header"] for p, sub in (props or {}).items()
+                    if isinstance(sub, dict) and isinstance(sub.get("x-mcp-header"), str)}
+        if declared:
+            out[tool["name"]] = declared
+    return out
+
+
 async def probe_lists(sp: Speaker, facts: Facts) -> None:
     for method in LIST_KEYS:
         facts.lists[method] = await list_all(sp, method)
     if facts.lists["tools/list"].ok:
         facts.second_tools = await list_all(sp, "tools/list")
+    sp.param_headers = declared_param_headers(facts.tools)
     era = facts.era
     problems = [o for o in facts.lists.values() if o.ok and o.problem]
     listed = [o for o in facts.lists.values() if o.ok]

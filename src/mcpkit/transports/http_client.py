@@ -481,8 +481,8 @@ def header_value(value: str) -> str:
     return f"=?base64?{base64.b64encode(value.encode()).decode()}?="
 
 
-def _param_value(value: Any) -> str | None:
-    """An argument as an Mcp-Param-* header value (None: not a primitive)."""
+def param_header_value(value: Any) -> str | None:
+    """An argument as an ``Mcp-Param-*`` header value (None: not a primitive)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int | float):
@@ -512,7 +512,7 @@ def _modern_headers(msg: Any, param_headers: dict[str, dict[str, str]] | None = 
         arguments = params.get("arguments")
         if declared and isinstance(arguments, dict):
             for param, header in declared.items():
-                value = _param_value(arguments.get(param))
+                value = param_header_value(arguments.get(param))
                 if value is not None:
                     headers[f"mcp-param-{header.lower()}"] = value
     return headers

@@ -306,6 +306,12 @@ def _param_mismatch(declared: dict[str, str], arguments: Any,
             if got is not None:
                 return f"Mcp-Param-{header} is sent but argument {param!r} is absent"
             continue
+        if not isinstance(value, str | int | float):  # bool is an int
+            # An object or array cannot travel in a header, so no client sends one: the
+            # argument breaks the tool's schema, and the isError result says how.
+            if got is not None:
+                return f"Mcp-Param-{header} is sent but argument {param!r} is not a primitive"
+            continue
         if got is None:
             return f"the Mcp-Param-{header} header is missing (argument {param!r})"
         text = _decode_header(got)
