@@ -14,6 +14,8 @@
 #                           the httptools parser and uvloop that the plain install brings)
 #   200 tools (suite E):    bench/echo_server.py --tools 200 (schema-heavy tools)
 # MCPBENCH points at the harness (default: ../shared/bench/mcpbench.py, the team's copy).
+# GRANIAN=1 adds a peer "mcpkit-granian": the same app under granian (a Rust ASGI server),
+# from its own venv (plain install + granian), HTTP suite only.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARNESS="${MCPBENCH:-../shared/bench/mcpbench.py}"
@@ -31,13 +33,23 @@ echo "bench/run.sh: mcpkit peer from a plain install:" \
 OUT="${OUT:-bench/results.json}"
 PEERS="$(mktemp)"
 trap 'rm -f "$PEERS"' EXIT
+GRANIAN_PEER=""
+if [ "${GRANIAN:-0}" = 1 ]; then
+    GV="$PWD/bench/.venv-granian"
+    [ -x "$GV/bin/python" ] || python3 -m venv "$GV"
+    "$GV/bin/python" -m pip install --quiet --disable-pip-version-check . granian
+    GRANIAN_PEER=",
+  \"mcpkit-granian\": {
+    \"http_cmd\": \"$GV/bin/granian --interface asgi --host 127.0.0.1 --port {port} --workers 1 --loop uvloop --http 1 --app-dir $PWD/bench everything_asgi:app\"
+  }"
+fi
 cat > "$PEERS" <<JSON
 {
   "mcpkit": {
     "stdio": "$PLAIN/bin/python $PWD/examples/everything.py",
     "stdio_tools": "$PLAIN/bin/python $PWD/bench/echo_server.py --tools 200",
     "http_cmd": "$PLAIN/bin/python $PWD/examples/everything.py --http --port {port}"
-  }
+  }$GRANIAN_PEER
 }
 JSON
 "$PY" "$HARNESS" --peer raw --peer sdk-low --peer sdk-low-json --peer-file "$PEERS" \
