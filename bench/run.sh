@@ -15,7 +15,9 @@
 #   200 tools (suite E):    bench/echo_server.py --tools 200 (schema-heavy tools)
 # MCPBENCH points at the harness (default: ../shared/bench/mcpbench.py, the team's copy).
 # GRANIAN=1 adds a peer "mcpkit-granian": the same app under granian (a Rust ASGI server),
-# from its own venv (plain install + granian), HTTP suite only.
+# from its own venv (plain install + granian), HTTP suite only. FLOORS=1 adds two stdio
+# peers that show what the event-loop stack alone costs: bench/floor_anyio.py and
+# bench/floor_asyncio.py.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARNESS="${MCPBENCH:-../shared/bench/mcpbench.py}"
@@ -40,8 +42,14 @@ if [ "${GRANIAN:-0}" = 1 ]; then
     "$GV/bin/python" -m pip install --quiet --disable-pip-version-check . granian
     GRANIAN_PEER=",
   \"mcpkit-granian\": {
-    \"http_cmd\": \"$GV/bin/granian --interface asgi --host 127.0.0.1 --port {port} --workers 1 --loop uvloop --http 1 --app-dir $PWD/bench everything_asgi:app\"
+    \"http_cmd\": \"$GV/bin/granian --interface asgi --host 127.0.0.1 --port {port} --workers 1 --loop uvloop --http 1 --working-dir $PWD/bench everything_asgi:app\"
   }"
+fi
+FLOOR_PEERS=""
+if [ "${FLOORS:-0}" = 1 ]; then
+    FLOOR_PEERS=",
+  \"anyio-floor\": {\"stdio\": \"$PLAIN/bin/python $PWD/bench/floor_anyio.py\"},
+  \"asyncio-floor\": {\"stdio\": \"$PLAIN/bin/python $PWD/bench/floor_asyncio.py\"}"
 fi
 cat > "$PEERS" <<JSON
 {
@@ -49,7 +57,7 @@ cat > "$PEERS" <<JSON
     "stdio": "$PLAIN/bin/python $PWD/examples/everything.py",
     "stdio_tools": "$PLAIN/bin/python $PWD/bench/echo_server.py --tools 200",
     "http_cmd": "$PLAIN/bin/python $PWD/examples/everything.py --http --port {port}"
-  }$GRANIAN_PEER
+  }$GRANIAN_PEER$FLOOR_PEERS
 }
 JSON
 "$PY" "$HARNESS" --peer raw --peer sdk-low --peer sdk-low-json --peer-file "$PEERS" \

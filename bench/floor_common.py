@@ -1,0 +1,21 @@
+"""What the floor peers answer: initialize, and tools/call echo (the harness's only call)."""
+
+from typing import Any
+
+import orjson
+
+INIT_RESULT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+               "serverInfo": {"name": "floor", "version": "0"}}
+
+
+def answer(line: bytes) -> bytes | None:
+    """The JSON-RPC answer line to one request line (None for a notification)."""
+    msg: dict[str, Any] = orjson.loads(line)
+    if "id" not in msg:
+        return None
+    if msg["method"] == "initialize":
+        result: dict[str, Any] = INIT_RESULT
+    else:
+        text = msg["params"]["arguments"].get("text", "")
+        result = {"content": [{"type": "text", "text": text}], "isError": False}
+    return orjson.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": result}) + b"\n"
