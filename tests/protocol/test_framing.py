@@ -153,3 +153,27 @@ def test_chunking_does_not_change_result(chunk: int) -> None:
         out += buf.feed(data[i : i + chunk])
     out += buf.feed(b"")
     assert out == [b'{"a":1}', TOO_LARGE, b'{"b":[1,2]}', b'{"c":3}']
+
+
+def test_any_chunking_gives_the_lines_of_the_whole_stream() -> None:
+    """Feeding a stream in random pieces gives exactly what feeding it at once gives
+    (limits, CRLF, blank lines, an unterminated last line, lines past the limit)."""
+    import random
+
+    rng = random.Random(20261124)
+    alphabet = [b"a", b"b", b"\n", b"\r", b" ", b"{", b"}"]
+    for _ in range(300):
+        stream = b"".join(rng.choice(alphabet) * rng.randint(1, 12)
+                          for _ in range(rng.randint(0, 60)))
+        limit = rng.randint(1, 40)
+        whole = LineBuffer(limit)
+        expected = whole.feed(stream) + whole.feed(b"") if stream else whole.feed(b"")
+        pieces = LineBuffer(limit)
+        got: list[object] = []
+        i = 0
+        while i < len(stream):
+            n = rng.randint(1, 9)
+            got += pieces.feed(stream[i:i + n])
+            i += n
+        got += pieces.feed(b"")
+        assert got == expected, (stream, limit)

@@ -27,7 +27,12 @@ class SSEParser:
         self.max_line = max_line
         self.last_event_id: str | None = None
         self.retry: int | None = None
-        self._buf = b""
+        # Linear in the input (h11's receive buffer is the model): bytes accumulate in a
+        # bytearray; ``_pos`` is where the next line starts, ``_scanned`` how far past it
+        # no line end was found (a long line arriving in pieces is searched once).
+        self._buf = bytearray()
+        self._pos = 0
+        self._scanned = 0
         self._data: list[str] = []
         self._event = ""
         self._id_seen = False
@@ -35,28 +40,34 @@ class SSEParser:
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         self._buf += chunk
+        buf = self._buf
         events: list[SSEEvent] = []
         while True:
-            idx = -1
-            for sep in (b"\n", b"\r"):
-                pos = self._buf.find(sep)
-                if pos != -1 and (idx == -1 or pos < idx):
-                    idx = pos
+            start = max(self._pos, self._scanned)
+            lf, cr = buf.find(b"\n", start), buf.find(b"\r", start)
+            idx = lf if cr == -1 or (lf != -1 and lf < cr) else cr
             if idx == -1:
-                if len(self._buf) > self.max_line:
+                self._scanned = len(buf)
+                if len(buf) - self._pos > self.max_line:
                     raise ValueError(f"SSE line longer than {self.max_line} bytes")
-                return events
-            line = self._buf[:idx]
+                break
             end = idx + 1
-            if self._buf[idx:idx + 1] == b"\r":
-                if end >= len(self._buf):
-                    return events  # wait: the LF of a CRLF may follow
-                if self._buf[end:end + 1] == b"\n":
+            if idx == cr:
+                if end >= len(buf):
+                    self._scanned = idx  # wait: the LF of a CRLF may follow
+                    break
+                if buf[end] == 0x0A:
                     end += 1
-            self._buf = self._buf[end:]
+            line = bytes(buf[self._pos:idx])
+            self._pos = self._scanned = end
             event = self._line(line.decode("utf-8", errors="replace"))
             if event is not None:
                 events.append(event)
+        if self._pos:  # drop what was consumed (once per feed: amortized linear)
+            del buf[:self._pos]
+            self._scanned -= self._pos
+            self._pos = 0
+        return events
 
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
