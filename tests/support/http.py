@@ -69,9 +69,11 @@ _counter = itertools.count()
 class LiveServer:
     """A real uvicorn server running ``app`` in a thread; a context manager."""
 
-    def __init__(self, app: Any, *, startup_timeout: float = 10.0, debug: bool = False) -> None:
+    def __init__(self, app: Any, *, startup_timeout: float = 10.0, debug: bool = False,
+                 **uvicorn_options: Any) -> None:
         """``debug``: run the loop in asyncio debug mode, which raises on calls into it
-        from a foreign thread (a thread-safety check; slower)."""
+        from a foreign thread (a thread-safety check; slower). ``uvicorn_options`` go to
+        ``uvicorn.Config`` (e.g. ``http=`` a protocol class)."""
         self.app = app
         self.loop: asyncio.AbstractEventLoop | None = None
         self.startup_timeout = startup_timeout
@@ -88,7 +90,7 @@ class LiveServer:
 
         config = uvicorn.Config(wrapped, lifespan="on", log_level="warning",
                                 access_log=False, timeout_graceful_shutdown=1,
-                                timeout_keep_alive=30)
+                                **{"timeout_keep_alive": 30, **uvicorn_options})
         self.server = uvicorn.Server(config)
         self.thread = threading.Thread(target=self._run, daemon=True, name="uvicorn")
         self.error: BaseException | None = None

@@ -410,7 +410,9 @@ class Server:
         ``config`` sets ``HttpConfig`` fields: ``response_mode`` ("auto", "json", "sse"),
         ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``, ``max_body``,
         ``max_sessions``, ``session_idle_timeout``, ``max_in_flight``, ``retry_ms``,
-        ``enable_get``, ``allow_delete``, ``event_store`` (e.g. ``SQLiteEventStore``).
+        ``enable_get``, ``allow_delete``, ``event_store`` (e.g. ``SQLiteEventStore``),
+        ``body_timeout`` (seconds to receive a body, 30; then 408), ``sweep_interval``
+        (seconds between sweeps for idle sessions and late bodies, 1).
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -452,8 +454,9 @@ class Server:
         """Run the server until it is stopped.
 
         ``"stdio"`` (default) serves stdin/stdout. ``"http"`` serves Streamable HTTP with
-        uvicorn: ``host`` (default 127.0.0.1), ``port`` (8000), ``path`` ("/mcp"), and any
-        ``asgi_app`` option.
+        uvicorn: ``host`` (default 127.0.0.1), ``port`` (8000), ``path`` ("/mcp"),
+        ``header_timeout`` (seconds to send a request's headers, 10), and any ``asgi_app``
+        option.
         """
         if not logging.getLogger().handlers:
             logging.basicConfig(
@@ -471,8 +474,9 @@ class Server:
             http_impl = options.pop("http", "auto")  # uvicorn's parser: auto|h11|httptools
             loop_impl = options.pop("loop", "auto")  # uvicorn's loop: auto|asyncio|uvloop
             path = options.pop("path", "/mcp")
+            header_timeout = float(options.pop("header_timeout", 10.0))
             run_http(self.asgi_app(path, **options), host=host, port=port, path=path,
-                     http=http_impl, loop=loop_impl)
+                     http=http_impl, loop=loop_impl, header_timeout=header_timeout)
             return
         if transport != "stdio":
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

@@ -6,6 +6,12 @@ otherwise). The socket is bound before anything is announced, so the one line wr
 stderr — the URL and the parts in use — is true the moment it appears: a client (or a
 test) that waits for it can connect at once. Port 0 picks a free port, and the line names
 the real one.
+
+uvicorn has no deadline for a request's headers: a client that connects and sends half a
+request line (slowloris) holds the connection forever. ``with_header_timeout`` closes a
+connection whose request headers are not complete within ``header_timeout`` seconds of
+its first byte (or of the connection); bodies have their own deadline in the app
+(``HttpConfig.body_timeout``).
 """
 
 from __future__ import annotations
@@ -59,9 +65,74 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
+HEADER_TIMEOUT = 10.0
+"""Seconds a connection may take to send a request's headers before it is closed."""
+
+
+def with_header_timeout(protocol: type[Any], timeout: float) -> type[Any]:
+    """A subclass of uvicorn's HTTP protocol class ``protocol`` (httptools or h11) that
+    closes the connection when a request's headers are not complete ``timeout`` seconds
+    after its first byte arrived (or after the connection was made). Other connections
+    are not disturbed; one whose request is being answered has no such deadline."""
+
+    class HeaderDeadline(protocol):  # type: ignore[misc]
+        _header_timer: Any = None
+
+        def connection_made(self, transport: Any) -> None:
+            super().connection_made(transport)
+            self._arm()
+
+        def data_received(self, data: bytes) -> None:
+            super().data_received(data)
+            if self._awaiting_headers():
+                if self._header_timer is None:
+                    self._arm()
+            elif self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+
+        def connection_lost(self, exc: Exception | None) -> None:
+            if self._header_timer is not None:
+                self._header_timer.cancel()
+                self._header_timer = None
+            super().connection_lost(exc)
+
+        def _awaiting_headers(self) -> bool:
+            cycle = getattr(self, "cycle", None)
+            return cycle is None or bool(cycle.response_complete)
+
+        def _arm(self) -> None:
+            self._header_timer = self.loop.call_later(timeout, self._headers_late)
+
+        def _headers_late(self) -> None:
+            self._header_timer = None
+            transport = getattr(self, "transport", None)
+            if self._awaiting_headers() and transport is not None and not transport.is_closing():
+                transport.close()
+
+    HeaderDeadline.__name__ = HeaderDeadline.__qualname__ = f"HeaderDeadline{protocol.__name__}"
+    return HeaderDeadline
+
+
+def protocol_class(parser: str, header_timeout: float) -> type[Any]:
+    """uvicorn's protocol class for ``parser`` ("httptools" or "h11"), with the deadline."""
+    base: type[Any]
+    if parser == "httptools":
+        from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
+
+        base = HttpToolsProtocol
+    else:
+        from uvicorn.protocols.http.h11_impl import H11Protocol
+
+        base = H11Protocol
+    return with_header_timeout(base, header_timeout)
+
+
 def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
-             http: str = "auto", loop: str = "auto") -> None:
-    """Serve ``app`` with uvicorn until SIGINT/SIGTERM (a graceful shutdown, exit 0)."""
+             http: str = "auto", loop: str = "auto",
+             header_timeout: float = HEADER_TIMEOUT) -> None:
+    """Serve ``app`` with uvicorn until SIGINT/SIGTERM (a graceful shutdown, exit 0).
+    ``header_timeout``: seconds a client may take to send a request's headers."""
     import uvicorn
 
     parser, loop_impl = pick_parts(http, loop)
@@ -69,7 +140,7 @@ def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str =
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            http=parser, loop=loop_impl)
+                            http=protocol_class(parser, header_timeout), loop=loop_impl)
     server = uvicorn.Server(config)
     sys.stderr.write(f"mcpkit: serving MCP over Streamable HTTP at "
                      f"http://{shown}:{bound_port}{path} (uvicorn, {parser}, {loop_impl})\n")

@@ -14,19 +14,20 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from .http_server import (
+from ..protocol.errors import PARSE_ERROR
+from .asgi import (
     SSE_HEADERS,
-    HttpSession,
     Receive,
+    Refused,
     Scope,
     Send,
-    _headers,
-    _Refused,
-    _watch_disconnect,
-    relay,
+    headers_of,
+    read_body,
+    respond,
+    respond_refused,
+    watch_disconnect,
 )
-from .http_server import _respond as respond
-from .http_server import _Stream as Stream
+from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
     from .http_server import StreamableHTTPApp
@@ -46,9 +47,9 @@ class LegacySSE:
         return path.rstrip("/") in (self.sse_path.rstrip("/"), self.messages_path.rstrip("/"))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        headers = _headers(scope)
+        headers = headers_of(scope)
         try:
-            self.app._check_origin_and_host(scope, headers)
+            self.app.check_origin_and_host(scope, headers)
             path = scope.get("path", "").rstrip("/")
             method = scope["method"]
             if path == self.sse_path.rstrip("/") and method == "GET":
@@ -56,23 +57,21 @@ class LegacySSE:
             elif path == self.messages_path.rstrip("/") and method == "POST":
                 await self._post(scope, headers, receive, send)
             else:
-                raise _Refused(405, "Method not allowed on this legacy HTTP+SSE endpoint.")
-        except _Refused as exc:
-            await respond(send, exc.status, orjson.dumps(
-                {"jsonrpc": "2.0", "error": {"code": exc.code, "message": exc.message}}))
+                raise Refused(405, "Method not allowed on this legacy HTTP+SSE endpoint.")
+        except Refused as exc:
+            await respond_refused(send, exc)
 
     async def _stream(self, scope: Scope, send: Send, receive: Receive) -> None:
         app = self.app
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
-            raise _Refused(503, "Service unavailable: too many open sessions; retry later.")
+            raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
         session = HttpSession(app.new_connection(), sid, app.config.event_store,
                               on_request=app.on_request, on_notification=app.on_notification)
-        stream = Stream(session, session.new_stream_id(), standalone=True)
+        stream = ResponseStream(session, session.new_stream_id(), standalone=True)
         session.standalone = stream
         self.sessions[sid] = session
-        if app.on_session is not None:
-            app.on_session(session, True)
+        app.session_opened(session)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={sid}"
         await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -86,7 +85,7 @@ class LegacySSE:
             gone = True
             stream.wakeup.set()
 
-        watcher = _watch_disconnect(receive, went)
+        watcher = watch_disconnect(receive, went)
         try:
             await relay(stream, send, lambda: gone)
         except OSError:
@@ -95,8 +94,7 @@ class LegacySSE:
             watcher.cancel()
             self.sessions.pop(sid, None)
             session.close()
-            if app.on_session is not None:
-                app.on_session(session, False)
+            app.session_ended(session)
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
                     send: Send) -> None:
@@ -104,16 +102,18 @@ class LegacySSE:
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         session = self.sessions.get(params.get("session_id", ""))
         if session is None:
-            raise _Refused(404, "Session not found: open the SSE stream first and POST to the "
-                                "endpoint it announced.")
+            raise Refused(404, "Session not found: open the SSE stream first and POST to the "
+                               "endpoint it announced.")
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
-            raise _Refused(415, "Unsupported media type: use Content-Type: application/json.")
-        body = await self.app._read_body(headers, receive)
+            raise Refused(415, "Unsupported media type: use Content-Type: application/json.")
+        body = await read_body(headers, receive, self.app.config.max_body,
+                               self.app.body_deadlines)
         try:
             obj: Any = orjson.loads(body)
         except orjson.JSONDecodeError:
-            raise _Refused(400, "Parse error: the body is not valid JSON.", code=-32700) from None
+            raise Refused(400, "Parse error: the body is not valid JSON.",
+                          code=PARSE_ERROR) from None
         direct = session.feed(obj)
         for data in direct:  # errors for unreadable messages also travel on the stream
             assert session.standalone is not None

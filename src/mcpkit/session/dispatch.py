@@ -1,14 +1,19 @@
-"""Drive a sans-I/O ``Connection`` over a byte stream with anyio: read, dispatch, write.
+"""The message dispatcher of a session: events of the connection -> handlers -> answers.
 
-One reader loop feeds the connection; protocol methods answered by the core or by a
-synchronous handler are answered inline, without a task; only handlers that may wait run
-in their own task (a plain ``asyncio`` task on asyncio, a task-group child elsewhere), so
-a cancellation can stop exactly that request. One writer task drains the connection's
-outbox, coalescing everything queued since its last write into one ``send``.
+``Session`` drives a sans-I/O ``Connection`` for either role. It never touches bytes or
+sockets: a transport feeds it what the peer sent (``receive_data`` for a newline-framed
+byte stream, ``receive_message`` for one decoded message) and is told through its
+``Output`` when the connection has messages to send. Byte transports (stdio, memory) get
+their ``Output`` from ``BytePump`` (``session.pump``); HTTP routes messages to response
+streams instead (``transports.http_streams``).
 
-Failure modes: the peer closing its side ends ``run()`` normally; a broken transport ends
-it with the transport's exception. Either way every pending outbound request fails with
-``ConnectionClosed`` and every running handler is cancelled.
+Protocol methods answered by the core or by a synchronous handler are answered inline,
+without a task; only handlers that may wait run in their own task (a plain ``asyncio``
+task on asyncio, a task-group child elsewhere), so a cancellation can stop exactly that
+request.
+
+Failure modes: when the session ends (``end``/``close``) every pending outbound request
+fails with ``ConnectionClosed`` and every running handler is cancelled.
 """
 
 from __future__ import annotations
@@ -20,13 +25,13 @@ import math
 import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
 import anyio.from_thread
 import anyio.lowlevel
 
-from .protocol.connection import (
+from ..protocol.connection import (
     CancelRequested,
     Connection,
     ErrorReceived,
@@ -40,32 +45,20 @@ from .protocol.connection import (
     SessionReady,
     SessionStarted,
 )
-from .protocol.errors import (
+from ..protocol.errors import (
     ConnectionClosed,
     InternalError,
     ProtocolError,
-    RemoteError,
     RequestTimeout,
 )
-from .protocol.jsonrpc import JSONObject, RequestId
-from .protocol.record import Record
+from ..protocol.jsonrpc import JSONObject, RequestId
+from ..protocol.record import Record
+from .pump import BytePump
+
+if TYPE_CHECKING:
+    from .pump import ByteStream
 
 log = logging.getLogger("mcpkit")
-
-
-class ByteStream(Protocol):
-    """What a stream transport gives a session.
-
-    ``receive`` returns the next chunk of bytes and raises ``anyio.EndOfStream`` when the
-    peer closed its side, ``anyio.BrokenResourceError`` when the transport broke;
-    ``send`` writes all of ``data`` (same errors); ``aclose`` releases the transport.
-    """
-
-    async def receive(self) -> bytes: ...
-
-    async def send(self, data: bytes) -> None: ...
-
-    async def aclose(self) -> None: ...
 
 
 HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
@@ -108,29 +101,32 @@ class _Waiter(Record):
         self.on_progress = on_progress
 
 
-class _Unset:
-    """Stands in for the writer's wake-up event until ``run()`` creates it."""
+class Output(Protocol):
+    """Where a session's outgoing messages go (a byte pump, or HTTP response streams)."""
 
-    __slots__ = ()
+    def wake(self, now: bool) -> None:
+        """Messages are queued in ``session.conn``: take them soon, without blocking.
 
-    def set(self) -> None:
-        return None
+        ``now``: the last running handler just finished, so nothing else will add to them
+        in this turn of the event loop; an output that coalesces writes may write at once.
+        """
 
 
-_UNSET = _Unset()
+ENDLESS_METHODS = frozenset({"subscriptions/listen"})
+"""Requests answered only when the peer ends them (a 2026-07-28 listen stream): at the end
+of input they are cancelled at once instead of being waited for."""
 
 
 class Session:
-    """One MCP session over one byte stream, for either role."""
+    """One MCP session, for either role: the connection, its handlers and its waiters."""
 
     # Slots keep an idle session small (HTTP servers hold thousands of them).
     __slots__ = (
         "__weakref__",
         "_asyncio_loop",
-        "_backlog",
         "_closed",
         "_coros",
-        "_flush_scheduled",
+        "_endless",
         "_handles",
         "_handshake_done",
         "_idle",
@@ -139,58 +135,57 @@ class Session:
         "_on_event",
         "_on_notification",
         "_on_request",
-        "_reader_scope",
-        "_send_done",
+        "_output",
         "_started",
         "_tasks",
         "_tg",
-        "_try_send",
         "_waiters",
-        "_wakeup",
-        "_writer_busy",
         "conn",
         "drain_timeout",
         "handshake_error",
+        "pump",
         "state",
-        "stream",
     )
 
     def __init__(
         self,
         conn: Connection,
-        stream: ByteStream,
+        stream: ByteStream | None = None,
         *,
+        output: Output | None = None,
         on_request: RequestHandler | None = None,
         on_notification: NotificationHandler | None = None,
         on_event: Callable[[Session, Event], None] | None = None,
     ) -> None:
+        """Give either a byte ``stream`` (served by ``run()`` through a ``BytePump``) or an
+        ``output`` of the transport's own that takes the connection's messages."""
         self.conn = conn
-        self.stream = stream
         self._on_request = on_request
         self._on_notification = on_notification
         self._on_event = on_event
         self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
         self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
+        self._endless: set[RequestId] = set()  # running requests of ENDLESS_METHODS
         self.drain_timeout = DEFAULT_DRAIN_TIMEOUT  # seconds handlers may finish after EOF
-        self._reader_scope: anyio.CancelScope | None = None  # cancelled by stop_input()
         self._idle: anyio.Event | None = None  # set when the last handler finishes
         self._waiters: dict[RequestId, _Waiter] = {}
-        self._wakeup: anyio.Event | _Unset = _UNSET  # created by run()
         self._closed = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._asyncio_loop: Any = None
         self._loop_thread: int | None = None  # thread running the event loop (see notify)
         self._loop_token: Any = None
         self._tasks: set[Any] | None = None  # helper tasks (created on first use)
-        self._try_send: Callable[[bytes], int] | None = None
-        self._flush_scheduled = False
-        self._writer_busy = False
-        self._send_done: anyio.Event | None = None  # set when the writer's last send ended
-        self._backlog = b""
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
         self.state: dict[str, Any] = {}  # per-session data for the layers above
+        self.pump: BytePump | None = None
+        if stream is not None:
+            self.pump = BytePump(self, stream)
+            output = self.pump
+        if output is None:
+            raise TypeError("Session needs a byte stream or an output")
+        self._output: Output = output
 
     @property
     def started(self) -> anyio.Event:
@@ -206,80 +201,98 @@ class Session:
         if self._started is not None:
             self._started.set()
 
-    # ------------------------------------------------------------------ running
+    # ------------------------------------------------------------------ for transports
+
+    def attach(self, tg: anyio.abc.TaskGroup | None = None) -> None:
+        """Bind the session to the running event loop (call from inside it, before
+        feeding input). On asyncio, handlers run as plain tasks; elsewhere ``tg`` runs them.
+        """
+        self._loop_thread = threading.get_ident()
+        self._loop_token = anyio.lowlevel.current_token()
+        self._asyncio_loop = _running_asyncio_loop()
+        self._tg = tg
+
+    @property
+    def asyncio_loop(self) -> Any:
+        """The asyncio loop the session runs on (``None`` before ``attach`` or on trio)."""
+        return self._asyncio_loop
 
     async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
             -> None:
-        """Serve until the peer closes its side or the transport breaks."""
-        self._wakeup = anyio.Event()
-        self._loop_thread = threading.get_ident()
-        self._loop_token = anyio.lowlevel.current_token()
-        loop = _running_asyncio_loop()
-        if loop is not None:
-            self._asyncio_loop = loop
-            self._try_send = getattr(self.stream, "try_send", None)
-        try:
-            async with anyio.create_task_group() as tg:
-                self._tg = tg
-                tg.start_soon(self._writer)
-                task_status.started()
-                eof = False
-                try:
-                    read_nowait = getattr(self.stream, "read_nowait", None)
-                    with anyio.CancelScope() as self._reader_scope:
-                        if (
-                            self._asyncio_loop is not None
-                            and read_nowait is not None
-                            and getattr(self.stream, "pollable", False)
-                        ):
-                            await self._callback_reader(read_nowait)
-                        else:
-                            await self._reader()
-                    if self._reader_scope.cancel_called:  # stop_input(): as if input ended
-                        self._feed(self.conn.receive_eof)
-                    eof = True
-                finally:
-                    if eof:
-                        await self._drain()
-                    self._shutdown()
-                    await self._cancel_handlers()
-                    with anyio.CancelScope(shield=True):
-                        await self._flush_final()
-                    tg.cancel_scope.cancel()
-        finally:
-            self._closed = True
-            self._fail_waiters()
+        """Serve the byte stream given to the constructor until the peer closes its side
+        or the transport breaks (see ``BytePump.run``)."""
+        if self.pump is None:
+            raise TypeError("this session has no byte stream to run; its transport feeds it")
+        await self.pump.run(task_status=task_status)
 
-    async def _callback_reader(self, read_nowait: Callable[[], bytes | None]) -> None:
-        """asyncio fast path: read and dispatch inside the loop's readiness callback.
+    def stop_input(self) -> None:
+        """Stop reading, as if the input had ended: running handlers get the drain window
+        (``drain_timeout``), then are cancelled; finished answers are still written. For a
+        graceful stop on SIGTERM; safe to call more than once, or before ``run``."""
+        if self.pump is not None:
+            self.pump.stop_input()
 
-        Saves the reader task's wake-up and the per-read registration of the descriptor;
-        requests that need a task still get one, answered ones are written at once.
-        """
+    def receive_data(self, data: bytes) -> None:
+        """Bytes of a newline-framed stream from the peer."""
+        self._feed(self.conn.receive_data, data)
+
+    def receive_eof(self) -> None:
+        """The peer's input ended (a last unterminated line is still processed)."""
+        self._feed(self.conn.receive_eof)
+
+    def receive_message(self, obj: Any) -> None:
+        """One decoded JSON value from the peer (an object, or a batch array)."""
+        self._feed(self.conn.receive_message, obj)
+
+    def flush(self) -> None:
+        """Hand queued messages to the output (after using ``conn`` directly)."""
+        self._output.wake(False)
+
+    _kick = flush  # the former name, kept for callers not yet moved to ``flush``
+
+    @property
+    def in_flight(self) -> int:
+        """How many inbound requests are being handled."""
+        return len(self._handles)
+
+    def is_handling(self, rid: RequestId) -> bool:
+        """Whether the inbound request ``rid`` is being handled."""
+        return rid in self._handles
+
+    def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
+        """Run a helper of the transport's (``fn()``) until it ends or the session closes."""
         loop = self._asyncio_loop
-        fd = self.stream.read_fd  # type: ignore[attr-defined]
-        ended = anyio.Event()
-        conn = self.conn
+        if loop is not None:
+            self._track(loop.create_task(fn()))
+        elif self._tg is not None:
+            self._tg.start_soon(fn)
+        else:
+            raise RuntimeError("Session.spawn before attach()")
 
-        def on_readable() -> None:
-            try:
-                data = read_nowait()
-            except (anyio.BrokenResourceError, anyio.ClosedResourceError):
-                data = b""
-            if data is None:
-                return
-            if not data:
-                loop.remove_reader(fd)
-                ended.set()
-                self._feed(conn.receive_eof)
-            else:
-                self._feed(conn.receive_data, data)
+    def end(self) -> None:
+        """The transport is gone: fail every pending outbound request (idempotent)."""
+        self._closed = True
+        self._fail_waiters()
 
-        loop.add_reader(fd, on_readable)
-        try:
-            await ended.wait()
-        finally:
-            loop.remove_reader(fd)
+    def close(self) -> None:
+        """End the session now: pending requests fail, handlers and helpers are cancelled."""
+        self.end()
+        for rid, handle in list(self._handles.items()):
+            self._cancel(rid, handle)
+        for task in list(self._tasks or ()):
+            task.cancel()
+
+    async def drain(self) -> None:
+        """At end of input, let running handlers finish (up to ``drain_timeout``); endless
+        requests (a ``subscriptions/listen`` stream) end now."""
+        for rid in [r for r in self._endless if r in self._handles]:
+            self._cancel(rid, self._handles.pop(rid))
+        self._endless.clear()
+        if not self._handles:
+            return
+        self._idle = anyio.Event()
+        with anyio.move_on_after(self.drain_timeout):
+            await self._idle.wait()
 
     def _feed(self, receive: Callable[..., list[Event]], *args: Any) -> None:
         """Process input; a bug met while doing so is logged and the session goes on
@@ -289,108 +302,7 @@ class Session:
                 self._handle(event)
         except Exception:
             log.exception("internal error while processing input; the input was dropped")
-        self._kick()
-
-    async def _reader(self) -> None:
-        conn, stream = self.conn, self.stream
-        while True:
-            try:
-                data = await stream.receive()
-            except (anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError):
-                self._feed(conn.receive_eof)
-                return
-            self._feed(conn.receive_data, data)
-
-    def stop_input(self) -> None:
-        """Stop reading, as if the input had ended: running handlers get the drain window
-        (``drain_timeout``), then are cancelled; finished answers are still written. For a
-        graceful stop on SIGTERM; safe to call more than once, or before ``run``."""
-        if self._reader_scope is not None:
-            self._reader_scope.cancel()
-
-    async def _drain(self) -> None:
-        """At end of input, let running handlers finish (up to ``drain_timeout``); a
-        ``subscriptions/listen`` stream only ends when its client ends it, so it ends now."""
-        inbound = self.conn._inbound
-        for rid in [r for r in self._handles if getattr(inbound.get(r), "method", None)
-                    == "subscriptions/listen"]:
-            self._cancel(rid, self._handles.pop(rid))
-        if not self._handles:
-            return
-        self._idle = anyio.Event()
-        with anyio.move_on_after(self.drain_timeout):
-            await self._idle.wait()
-
-    async def _writer(self) -> None:
-        conn, stream = self.conn, self.stream
-        while True:
-            wakeup = self._wakeup
-            assert isinstance(wakeup, anyio.Event)
-            await wakeup.wait()
-            self._wakeup = anyio.Event()
-            data = self._backlog + conn.data_to_send()
-            self._backlog = b""
-            if data:
-                done = self._send_done = anyio.Event()
-                try:
-                    await stream.send(data)
-                except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                    self._shutdown()
-                    return
-                finally:
-                    done.set()
-            self._writer_busy = False
-
-    async def _flush_final(self) -> None:
-        if self._send_done is not None:
-            # Bytes the writer took may still be being written: let it finish, or
-            # cancelling it next would lose them.
-            with anyio.move_on_after(5):
-                await self._send_done.wait()
-        data = self._backlog + self.conn.data_to_send()
-        self._backlog = b""
-        if data:
-            try:
-                with anyio.move_on_after(5):
-                    await self.stream.send(data)
-            except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-                pass
-
-    def _kick(self) -> None:
-        """Arrange for queued output to be written soon, coalescing what piles up meanwhile."""
-        if self._try_send is None or self._writer_busy:
-            self._wakeup.set()
-        elif not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._asyncio_loop.call_soon(self._flush_now)
-
-    def _flush_now(self) -> None:
-        # Runs as a loop callback after the tasks made ready this iteration: one
-        # non-blocking write for everything they queued; a remainder goes to the writer.
-        self._flush_scheduled = False
-        if self._writer_busy or self._closed:
-            self._wakeup.set()
-            return
-        data = self.conn.data_to_send()
-        if not data:
-            return
-        assert self._try_send is not None
-        try:
-            n = self._try_send(data)
-        except (anyio.ClosedResourceError, anyio.BrokenResourceError):
-            self._shutdown()
-            if self._tg is not None:
-                self._tg.cancel_scope.cancel()
-            return
-        if n < len(data):
-            self._backlog = data[n:]
-            self._writer_busy = True
-            self._wakeup.set()
-
-    def _shutdown(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._fail_waiters()
+        self._output.wake(False)
 
     def _fail_waiters(self) -> None:
         self.conn.fail_pending()
@@ -419,7 +331,8 @@ class Session:
         if coro is not None and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
             coro.close()  # never started: close it so it is not reported as un-awaited
 
-    async def _cancel_handlers(self) -> None:
+    async def cancel_handlers(self) -> None:
+        """Cancel every running handler and helper task and wait until they ended."""
         for rid, handle in list(self._handles.items()):
             self._cancel(rid, handle)
         tasks = list(self._tasks or ())
@@ -428,7 +341,7 @@ class Session:
                 for task in tasks:
                     try:
                         await task
-                    except BaseException:
+                    except BaseException:  # it ended; a failure was logged by its task
                         pass
 
     # ------------------------------------------------------------------ events
@@ -512,6 +425,8 @@ class Session:
             self._coros[event.id] = coro
             assert self._tg is not None
             self._tg.start_soon(self._run_handler, event, coro, scope)
+        if event.method in ENDLESS_METHODS:
+            self._endless.add(event.id)
 
     async def _run_handler(
         self,
@@ -541,10 +456,10 @@ class Session:
                 self._handles.pop(rid, None)
             self._coros.pop(rid, None)
             coro.close()
-            if not self._handles and self._try_send is not None and not self._writer_busy:
-                self._flush_now()  # nothing else running: write now, no extra loop turn
-            else:
-                self._kick()
+            if self._endless:
+                self._endless.discard(rid)
+            # nothing else running: the output may write now, without an extra loop turn
+            self._output.wake(not self._handles)
             if self._idle is not None and not self._handles:
                 self._idle.set()
 
@@ -590,7 +505,7 @@ class Session:
                 return False
         sent = self.conn.send_notification(method, params, related=related)
         if sent:
-            self._kick()
+            self._output.wake(False)
         return sent
 
     def progress(
@@ -600,7 +515,7 @@ class Session:
             return False
         sent = self.conn.send_progress(rid, progress, total, message)
         if sent:
-            self._kick()
+            self._output.wake(False)
         return sent
 
     def log(self, level: str, data: Any, logger: str | None, related: RequestId | None) -> bool:
@@ -608,7 +523,7 @@ class Session:
             return False
         sent = self.conn.send_log(level, data, logger, related=related)
         if sent:
-            self._kick()
+            self._output.wake(False)
         return sent
 
     async def request(
@@ -636,7 +551,7 @@ class Session:
             on_sent(rid)
         waiter = _Waiter(on_progress=on_progress)
         self._waiters[rid] = waiter
-        self._kick()
+        self._output.wake(False)
         completed = False
         deadline = anyio.move_on_after(math.inf if timeout is None else timeout)
         try:
@@ -649,7 +564,7 @@ class Session:
                 # Our own deadline, or the caller was cancelled (e.g. its request was).
                 reason = "timed out" if deadline.cancelled_caught else "cancelled"
                 if self.conn.cancel_request(rid, reason):
-                    self._kick()
+                    self._output.wake(False)
         if not completed:
             raise RequestTimeout(f"no answer to '{method}' within {timeout} seconds")
         if waiter.error is not None:
@@ -665,4 +580,4 @@ def _internal(method: str) -> InternalError:
     )
 
 
-__all__ = ["ByteStream", "RemoteError", "Session"]
+__all__ = ["DEFAULT_DRAIN_TIMEOUT", "ENDLESS_METHODS", "Output", "Session"]

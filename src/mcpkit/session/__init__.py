@@ -1,0 +1,33 @@
+"""Sessions: a sans-I/O ``Connection`` driven on anyio, for either role.
+
+``dispatch.Session`` turns the connection's events into handler calls and answers;
+``pump.BytePump`` moves bytes between a ``ByteStream`` (stdio, memory) and a session.
+HTTP transports give a session their own ``Output`` and feed it decoded messages.
+"""
+
+from ..protocol.errors import RemoteError
+from .dispatch import (
+    DEFAULT_DRAIN_TIMEOUT,
+    ENDLESS_METHODS,
+    HandlerResult,
+    NotificationHandler,
+    Output,
+    ProgressCallback,
+    RequestHandler,
+    Session,
+)
+from .pump import BytePump, ByteStream
+
+__all__ = [
+    "DEFAULT_DRAIN_TIMEOUT",
+    "ENDLESS_METHODS",
+    "BytePump",
+    "ByteStream",
+    "HandlerResult",
+    "NotificationHandler",
+    "Output",
+    "ProgressCallback",
+    "RemoteError",
+    "RequestHandler",
+    "Session",
+]

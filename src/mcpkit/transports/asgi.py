@@ -1,0 +1,228 @@
+"""ASGI plumbing shared by the HTTP endpoints (Streamable HTTP and legacy HTTP+SSE).
+
+Header access, plain responses, the ``Refused`` exception that becomes an HTTP error with
+a JSON-RPC body, the ``Origin``/``Host`` guard against DNS rebinding, a bounded body
+reader (size cap and read timeout), and the disconnect watcher.
+
+The HTTP transports run on **asyncio only**: they are served by uvicorn (or any asyncio
+ASGI server), and their per-request waits are bare ``asyncio`` events and tasks because an
+anyio task group per request cost more than the request itself (see docs/architecture.md).
+``require_asyncio`` turns a call under another event loop (trio) into a clear error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+
+import orjson
+
+from ..protocol.errors import INVALID_REQUEST
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+
+LOCAL_HOSTS = ("localhost", "127.0.0.1", "[::1]", "::1")
+SSE_HEADERS = [(b"content-type", b"text/event-stream"), (b"cache-control", b"no-cache"),
+               (b"x-accel-buffering", b"no")]
+ASYNCIO_ONLY = ("mcpkit's HTTP transports run on asyncio only (uvicorn, hypercorn's "
+                "asyncio worker, ...); serve this app with an asyncio ASGI server")
+
+
+class Refused(Exception):
+    """An HTTP request refused before it reached the protocol: status, JSON-RPC error
+    ``code`` and a message that tells the caller what to do."""
+
+    def __init__(self, status: int, message: str, code: int = INVALID_REQUEST,
+                 headers: list[tuple[bytes, bytes]] | None = None) -> None:
+        super().__init__(message)
+        self.status, self.message, self.code, self.headers = status, message, code, headers
+
+
+def require_asyncio() -> None:
+    """Raise ``RuntimeError`` (with ``ASYNCIO_ONLY``) unless an asyncio loop is running."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        raise RuntimeError(ASYNCIO_ONLY) from None
+
+
+def headers_of(scope: Scope) -> dict[str, str]:
+    """Header name -> value; a value without the whitespace around it (RFC 9110 §5.5),
+    which h11 strips but httptools leaves at the end. Repeated headers are joined."""
+    out: dict[str, str] = {}
+    for key, value in scope.get("headers", ()):
+        name = key.decode("latin-1").lower()
+        text = value.decode("latin-1").strip(" \t")
+        out[name] = f"{out[name]}, {text}" if name in out else text
+    return out
+
+
+def error_body(code: int, message: str) -> bytes:
+    """A JSON-RPC error object without an id (the request could not be read)."""
+    return orjson.dumps({"jsonrpc": "2.0", "error": {"code": code, "message": message}})
+
+
+async def respond(send: Send, status: int, body: bytes = b"",
+                  headers: list[tuple[bytes, bytes]] | None = None,
+                  content_type: bytes = b"application/json") -> None:
+    """A complete response with a ``content-length``."""
+    hdrs = list(headers or [])
+    if body:
+        hdrs.append((b"content-type", content_type))
+    hdrs.append((b"content-length", str(len(body)).encode()))
+    await send({"type": "http.response.start", "status": status, "headers": hdrs})
+    await send({"type": "http.response.body", "body": body})
+
+
+async def respond_refused(send: Send, exc: Refused) -> None:
+    await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
+
+
+def host_name(host: str) -> str:
+    """The host part of a ``Host`` value or an origin's authority (port dropped)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        return host[: host.find("]") + 1] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+class OriginHostGuard:
+    """Refuses requests whose ``Host`` (421) or ``Origin`` (403) is not allowed.
+
+    Defaults: localhost names on any port, and localhost origins. ``X-Forwarded-Host`` and
+    ``Forwarded: host=`` count only from ``trusted_proxies`` (client IPs).
+    """
+
+    def __init__(self, allowed_hosts: Iterable[str] | None, allowed_origins: Iterable[str] | None,
+                 trusted_proxies: Iterable[str]) -> None:
+        self.hosts = None if allowed_hosts is None else {host_name(h) for h in allowed_hosts}
+        self.origins = None if allowed_origins is None else {
+            o.rstrip("/").lower() for o in allowed_origins}
+        self.proxies = set(trusted_proxies)
+
+    def check(self, scope: Scope, headers: dict[str, str]) -> None:
+        host = headers.get("host", "")
+        client = scope.get("client")
+        if client and client[0] in self.proxies:
+            forwarded = headers.get("x-forwarded-host")
+            fwd = headers.get("forwarded")
+            if fwd:
+                for part in fwd.split(",")[0].split(";"):
+                    key, _, value = part.strip().partition("=")
+                    if key.lower() == "host":
+                        forwarded = value.strip('"')
+            if forwarded:
+                host = forwarded.split(",")[0].strip()
+        name = host_name(host)
+        allowed = self.hosts if self.hosts is not None else set(LOCAL_HOSTS)
+        if "*" not in allowed and name not in allowed:
+            raise Refused(421, f"Misdirected request: Host {host!r} is not served here. If "
+                               "this server is behind a proxy, configure allowed_hosts or "
+                               "trusted_proxies.")
+        origin = headers.get("origin")
+        if origin is not None:
+            o = origin.rstrip("/").lower()
+            if self.origins is not None:
+                ok = "*" in self.origins or o in self.origins
+            else:
+                scheme, _, rest = o.partition("://")
+                ok = scheme in ("http", "https") and host_name(rest) in LOCAL_HOSTS
+            if not ok:
+                raise Refused(403, f"Forbidden: Origin {origin!r} is not allowed.")
+
+
+class _Read:
+    __slots__ = ("deadline", "expired", "task")
+
+    def __init__(self, deadline: float, task: Any) -> None:
+        self.deadline, self.task, self.expired = deadline, task, False
+
+
+class ReadDeadlines:
+    """Deadlines of the body reads in progress, enforced by one periodic ``sweep`` for all
+    of them: a timer per request (``asyncio.timeout``) would cost ~5 µs each, this costs
+    a dict insert and delete. Reads are kept in start order, so a sweep visits only the
+    expired ones (and one more)."""
+
+    __slots__ = ("_reads", "timeout")
+
+    def __init__(self, timeout: float) -> None:
+        self.timeout = timeout
+        self._reads: dict[_Read, None] = {}
+
+    def start(self) -> _Read:
+        read = _Read(time.monotonic() + self.timeout, asyncio.current_task())
+        self._reads[read] = None
+        return read
+
+    def stop(self, read: _Read) -> None:
+        self._reads.pop(read, None)
+
+    def sweep(self, now: float) -> None:
+        """Cancel the reads whose deadline passed (their request then answers 408)."""
+        reads = self._reads
+        while reads:
+            read = next(iter(reads))
+            if read.deadline > now:
+                return
+            del reads[read]
+            read.expired = True
+            if read.task is not None:
+                read.task.cancel()
+
+
+async def read_body(headers: dict[str, str], receive: Receive, limit: int,
+                    deadlines: ReadDeadlines) -> bytes:
+    """The request body: at most ``limit`` bytes (413), complete within
+    ``deadlines.timeout`` seconds (408: a client that stalls mid-body must not hold a task
+    forever; the connection is closed after the answer)."""
+    length = headers.get("content-length")
+    if length is not None and length.isdigit() and int(length) > limit:
+        raise Refused(413, f"Payload too large: the limit is {limit} bytes.")
+    read = deadlines.start()
+    try:
+        message = await receive()
+        if not message.get("more_body") and message["type"] == "http.request":
+            body: bytes = message.get("body", b"")
+            if len(body) > limit:
+                raise Refused(413, f"Payload too large: the limit is {limit} bytes.")
+            return body
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            if message["type"] == "http.disconnect":
+                raise Refused(400, "Client disconnected.")
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > limit:
+                raise Refused(413, f"Payload too large: the limit is {limit} bytes.")
+            chunks.append(chunk)
+            if not message.get("more_body"):
+                return b"".join(chunks)
+            message = await receive()
+    except asyncio.CancelledError:
+        if not read.expired:
+            raise
+        read.task.uncancel()
+        raise Refused(408, f"Request timeout: the body did not arrive within "
+                           f"{deadlines.timeout:g} seconds; send it without pausing.",
+                      headers=[(b"connection", b"close")]) from None
+    finally:
+        deadlines.stop(read)
+
+
+def watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:
+    """A plain asyncio task calling ``on_gone`` when the client disconnects (the request
+    body was read already, so the next ASGI message can only be the disconnect); the
+    caller cancels it when done. (An anyio task group here cost more than the request.)"""
+
+    async def watch() -> None:
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        on_gone()
+
+    return asyncio.get_running_loop().create_task(watch())

@@ -1,0 +1,128 @@
+"""2026-07-28 over HTTP: the routing headers a stateless request carries, checked against
+its body, and the HTTP status of a stateless answer.
+
+``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` must repeat the body's values,
+and each ``x-mcp-header`` parameter of a tool its argument in ``Mcp-Param-<Name>``
+(non-ASCII values travel as ``=?base64?…?=``). A mismatch is -32020 (HTTP 400).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..protocol.errors import (
+    HEADER_MISMATCH,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    MISSING_CLIENT_CAPABILITY,
+    PARSE_ERROR,
+    UNSUPPORTED_PROTOCOL_VERSION,
+    ProtocolError,
+)
+from ..protocol.jsonrpc import is_valid_id
+from ..protocol.stateless import PROTOCOL_VERSION
+
+_BAD_REQUEST_CODES = frozenset({INVALID_REQUEST, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
+                                UNSUPPORTED_PROTOCOL_VERSION, PARSE_ERROR})
+"""Errors of a stateless request answered with HTTP 400 (-32601 is 404, others 200)."""
+
+
+def decode_header(value: str) -> str:
+    """A header value, with the ``=?base64?…?=`` form for non-ASCII values decoded."""
+    if value.startswith("=?base64?") and value.endswith("?="):
+        import base64
+
+        try:
+            return base64.b64decode(value[9:-2], validate=True).decode()
+        except (ValueError, UnicodeDecodeError):
+            return "\x00invalid"
+    return value
+
+
+def param_mismatch(declared: dict[str, str], arguments: Any,
+                   headers: dict[str, str]) -> str | None:
+    """Mcp-Param-* headers against the arguments of ``x-mcp-header`` parameters."""
+    args = arguments if isinstance(arguments, dict) else {}
+    for param, header in declared.items():
+        got = headers.get(f"mcp-param-{header.lower()}")
+        value = args.get(param)
+        if value is None:
+            if got is not None:
+                return f"Mcp-Param-{header} is sent but argument {param!r} is absent"
+            continue
+        if not isinstance(value, str | int | float):  # bool is an int
+            # An object or array cannot travel in a header, so no client sends one: the
+            # argument breaks the tool's schema, and the isError result says how.
+            if got is not None:
+                return f"Mcp-Param-{header} is sent but argument {param!r} is not a primitive"
+            continue
+        if got is None:
+            return f"the Mcp-Param-{header} header is missing (argument {param!r})"
+        text = decode_header(got)
+        if isinstance(value, bool):
+            ok = text == ("true" if value else "false")
+        elif isinstance(value, int | float):
+            try:
+                ok = float(text) == float(value)
+            except ValueError:
+                ok = False
+        else:
+            ok = text == value
+        if not ok:
+            return f"Mcp-Param-{header} {got[:60]!r} differs from argument {param!r}"
+    return None
+
+
+def header_mismatch(obj: dict[str, Any], params: dict[str, Any],
+                    headers: dict[str, str],
+                    param_headers: Callable[[str], dict[str, str]] | None = None,
+                    ) -> str | None:
+    """Why the routing headers disagree with the body, or None."""
+    version = params["_meta"].get(PROTOCOL_VERSION)
+    got = headers.get("mcp-protocol-version")
+    if got is None:
+        return "the MCP-Protocol-Version header is missing"
+    if got != version:
+        return f"MCP-Protocol-Version {got[:40]!r} differs from the body's {str(version)[:40]!r}"
+    method = obj.get("method")
+    got = headers.get("mcp-method")
+    if got is None:
+        return "the Mcp-Method header is missing"
+    if got != method:
+        return f"Mcp-Method {got[:60]!r} differs from the body's {str(method)[:60]!r}"
+    name_key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(
+        str(method))
+    if name_key is not None:
+        got = headers.get("mcp-name")
+        if got is None:
+            return "the Mcp-Name header is missing"
+        if decode_header(got) != params.get(name_key):
+            return f"Mcp-Name {got[:60]!r} differs from the body's {name_key}"
+        if method == "tools/call" and param_headers is not None:
+            declared = param_headers(str(params.get("name")))
+            if declared:
+                return param_mismatch(declared, params.get("arguments"), headers)
+    return None
+
+
+def error_with_id(rid: Any, exc: ProtocolError) -> bytes:
+    body: dict[str, Any] = {"jsonrpc": "2.0", "error": exc.to_error()}
+    if is_valid_id(rid):
+        body["id"] = rid
+    return orjson.dumps(body)
+
+
+def stateless_status(data: bytes) -> int:
+    """The HTTP status of a stateless answer: 404 for -32601, 400 for request errors."""
+    if b'"error"' not in data:
+        return 200
+    try:
+        code = orjson.loads(data)["error"]["code"]
+    except (orjson.JSONDecodeError, KeyError, TypeError):
+        return 200
+    if code == METHOD_NOT_FOUND:
+        return 404
+    return 400 if code in _BAD_REQUEST_CODES else 200

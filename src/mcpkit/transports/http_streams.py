@@ -1,0 +1,293 @@
+"""HTTP sessions and their response streams (Streamable HTTP and legacy HTTP+SSE).
+
+An ``HttpSession`` owns a ``Session`` and is its ``Output``: each message the connection
+produces is routed, not written — a message related to an inbound request goes to that
+request's ``ResponseStream``, anything else to the session's standalone GET stream (or a
+bounded backlog until one opens). Once a stream switches to SSE its pump stores every
+event in the ``EventStore`` before handing it to the ``Listener`` (the live HTTP
+connection, if any), so a client whose connection broke can resume.
+
+A standalone stream whose connection ended is *parked*: its pump stops and unstored
+messages go back to the backlog; resuming it (``Last-Event-ID``) or a new GET starts a
+pump again. So a client that reconnects its GET stream in a loop holds one stream, not
+one per attempt. asyncio only (see ``transports.asgi``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from ..protocol.connection import Connection, Outgoing
+from ..protocol.jsonrpc import RequestId
+from ..protocol.sse import encode_event
+from ..session import NotificationHandler, RequestHandler, Session
+from ..storage.events import EventStore
+from .asgi import Receive, Send, watch_disconnect
+
+log = logging.getLogger("mcpkit.http")
+
+MAX_BACKLOG = 1000
+"""Server-initiated messages kept for a session without a GET stream (older are dropped)."""
+
+
+class Listener:
+    """The live HTTP connection consuming one stream's events."""
+
+    __slots__ = ("gone", "items", "wakeup")
+
+    def __init__(self) -> None:
+        self.items: list[tuple[str, bytes, bool]] = []
+        self.wakeup = asyncio.Event()
+        self.gone = False
+
+    def put(self, event_id: str, data: bytes, final: bool) -> None:
+        self.items.append((event_id, data, final))
+        self.wakeup.set()
+
+    def leave(self) -> None:
+        """The connection ended (or another took over): stop waiting."""
+        self.gone = True
+        self.wakeup.set()
+
+    async def take(self) -> list[tuple[str, bytes, bool]]:
+        while not self.items and not self.gone:
+            await self.wakeup.wait()
+            self.wakeup = asyncio.Event()
+        items, self.items = self.items, []
+        return items
+
+
+class ResponseStream:
+    """One response stream (a POSTed request's, or the standalone GET stream)."""
+
+    __slots__ = (
+        "_parked",
+        "_primed",
+        "_pump",
+        "closed",
+        "done",
+        "finished",
+        "id",
+        "listener",
+        "queue",
+        "session",
+        "sse",
+        "standalone",
+        "wakeup",
+    )
+
+    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False) -> None:
+        self.session = session
+        self.id = stream_id
+        self.standalone = standalone
+        self.queue: list[tuple[bytes, bool]] = []  # produced, not yet stored/sent
+        self.wakeup = asyncio.Event()
+        self.done = False  # the final message was produced
+        self.closed = False  # the session ended: stop waiting for more
+        self.sse = False  # switched to SSE (events are stored from then on)
+        self.listener: Listener | None = None
+        self.finished = asyncio.Event()  # the final event was stored (and handed on)
+        self._pump = False  # a pump is running
+        self._primed = False
+        self._parked = False
+
+    def push(self, data: bytes, final: bool) -> None:
+        self.queue.append((data, final))
+        if final:
+            self.done = True
+        self.wakeup.set()
+
+    def end(self) -> None:
+        """The session ended: nothing more will come."""
+        self.closed = True
+        self.wakeup.set()
+        if self.listener is not None:
+            self.listener.leave()
+
+    async def first(self) -> tuple[bytes, bool]:
+        while not self.queue:
+            await self.wakeup.wait()
+            self.wakeup = asyncio.Event()
+        return self.queue[0]
+
+    async def first_unless_gone(self, receive: Receive) -> tuple[bytes, bool] | None:
+        """The first message, or None if the client disconnected before it came."""
+        if self.queue:
+            return self.queue[0]
+        gone = False
+
+        def went() -> None:
+            nonlocal gone
+            gone = True
+            self.wakeup.set()
+
+        watcher = watch_disconnect(receive, went)
+        try:
+            while not self.queue and not gone:
+                await self.wakeup.wait()
+                self.wakeup = asyncio.Event()
+        finally:
+            watcher.cancel()
+        return None if gone and not self.queue else self.queue[0]
+
+    def start_sse(self) -> None:
+        """Store events from now on (starting the pump unless it runs)."""
+        self.sse = True
+        self._parked = False
+        if not self._pump:
+            self._pump = True
+            self.session.session.spawn(self._run_pump)
+
+    def park(self) -> None:
+        """The standalone stream lost its connection: stop the pump (it ends once idle);
+        unstored messages go back to the session's backlog."""
+        self._parked = True
+        self.wakeup.set()
+        self.session.backlog[:0] = [d for d, _ in self.queue]
+        self.queue.clear()
+
+    async def _run_pump(self) -> None:
+        store = self.session.store
+        sid = self.session.session_id
+        try:
+            if not self._primed:
+                self._primed = True
+                rev = self.session.conn.revision
+                if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
+                    prime = await store.append(sid, self.id, b"")
+                    if self.listener is not None:
+                        self.listener.put(prime, b"", False)
+            while True:
+                while not self.queue:
+                    if self._parked or self.closed:
+                        return
+                    await self.wakeup.wait()
+                    self.wakeup = asyncio.Event()
+                batch, self.queue = self.queue, []
+                for data, final in batch:
+                    event_id = await store.append(sid, self.id, data)
+                    if self.listener is not None:
+                        self.listener.put(event_id, data, final)
+                    if final:
+                        self.finished.set()
+                        return
+        except Exception:
+            log.exception("SSE stream %s of session %s failed", self.id, sid)
+            self.finished.set()
+        finally:
+            self._pump = False
+
+
+async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
+    """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
+    final message, the client's departure, or the end of its session."""
+    done = False
+    while not done and not is_gone() and not stream.closed:
+        while not stream.queue and not is_gone() and not stream.closed:
+            await stream.wakeup.wait()
+            stream.wakeup = asyncio.Event()
+        batch, stream.queue = stream.queue, []
+        for data, final in batch:
+            await send({"type": "http.response.body", "body": encode_event(data),
+                        "more_body": True})
+            done = done or final
+
+
+class HttpSession:
+    """One MCP session over HTTP: a ``Session`` whose output is routed to response streams."""
+
+    __slots__ = ("__weakref__", "_seq", "backlog", "direct", "last_seen", "last_standalone",
+                 "saved", "session", "session_id", "standalone", "store", "streams")
+
+    def __init__(
+        self,
+        conn: Connection,
+        session_id: str,
+        store: EventStore,
+        *,
+        on_request: RequestHandler | None,
+        on_notification: NotificationHandler | None,
+    ) -> None:
+        self.session = Session(conn, output=self, on_request=on_request,
+                               on_notification=on_notification)
+        self.session.attach()  # handlers run as tasks of the running (asyncio) loop
+        self.session_id = session_id
+        self.store = store
+        self.streams: dict[RequestId, ResponseStream] = {}
+        self.standalone: ResponseStream | None = None
+        self.last_standalone: ResponseStream | None = None  # the latest GET stream (resumable)
+        self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
+        self.direct: list[bytes] | None = None  # errors answering the POST being fed
+        self.last_seen = time.monotonic()
+        self.saved: dict[str, Any] | None = None  # the handshake state last stored
+        self._seq = 0
+
+    @property
+    def conn(self) -> Connection:
+        return self.session.conn
+
+    def new_stream_id(self) -> str:
+        self._seq += 1
+        return f"s{self._seq}"
+
+    def wake(self, now: bool) -> None:
+        """``Output``: route every queued message to its stream, at once."""
+        for out in self.session.conn.messages_to_send():
+            self._route(out)
+
+    def _route(self, out: Outgoing) -> None:
+        rid = out.related
+        stream = self.streams.get(rid) if rid is not None else None
+        if stream is not None:
+            stream.push(out.data, out.final)
+            if out.final:
+                del self.streams[rid]  # type: ignore[arg-type]
+            return
+        if out.final and self.direct is not None:
+            self.direct.append(out.data)
+            return
+        standalone = self.standalone
+        if standalone is not None:
+            standalone.push(out.data, False)
+        elif len(self.backlog) < MAX_BACKLOG:
+            self.backlog.append(out.data)
+
+    def feed(self, obj: Any) -> list[bytes]:
+        """Give the connection one POSTed body; return errors that answer the POST itself."""
+        self.last_seen = time.monotonic()
+        self.direct = []
+        try:
+            self.session.receive_message(obj)
+            return self.direct
+        finally:
+            self.direct = None
+
+    def open_standalone(self, stream: ResponseStream, listener: Listener) -> None:
+        """Make ``stream`` the GET stream, read by ``listener``'s connection."""
+        self.standalone = self.last_standalone = stream
+        stream.listener = listener
+        for data in self.backlog:
+            stream.push(data, False)
+        self.backlog.clear()
+        stream.start_sse()
+
+    def release_standalone(self, stream: ResponseStream) -> None:
+        """The GET stream's connection ended: unless a resumed one took it over, park the
+        stream; messages wait in the backlog for the next GET (or its resumption)."""
+        if self.standalone is stream and stream.listener is None:
+            self.standalone = None
+            stream.park()
+
+    def close(self) -> None:
+        """End the session: handlers and stream pumps cancelled, every stream ended."""
+        self.session.close()
+        for stream in (self.standalone, *self.streams.values()):
+            if stream is not None:
+                stream.end()
+
+
+__all__ = ["HttpSession", "Listener", "ResponseStream", "relay"]
