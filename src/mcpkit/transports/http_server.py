@@ -36,20 +36,16 @@ from ..protocol.connection import Connection, RequestReceived
 from ..protocol.errors import (
     INVALID_REQUEST,
     PARSE_ERROR,
-    HeaderMismatch,
-    InvalidRequest,
-    ProtocolError,
 )
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.sse import encode_event
-from ..protocol.stateless import is_modern, read_meta
+from ..protocol.stateless import is_modern
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, Session
 from ..storage.events import EventStore, MemoryEventStore
 from ..storage.sessions import MemorySessionStore, SessionStore
 from .asgi import (
-    ASYNCIO_ONLY,
     SSE_HEADERS,
     OriginHostGuard,
     ReadDeadlines,
@@ -60,12 +56,13 @@ from .asgi import (
     error_body,
     headers_of,
     read_body,
+    require_asyncio,
     respond,
     respond_refused,
     watch_disconnect,
 )
-from .http_headers import error_with_id, header_mismatch, stateless_status
-from .http_streams import HttpSession, Listener, ResponseStream, relay
+from .http_stateless import serve_stateless
+from .http_streams import HttpSession, Listener, ResponseStream
 
 SESSION_NOT_FOUND = -32001
 """JSON-RPC code of the 404 for an unknown or expired ``Mcp-Session-Id``."""
@@ -187,11 +184,8 @@ class StreamableHTTPApp:
             await respond_refused(send, exc)
 
     def _start_housekeeping(self) -> None:
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            raise RuntimeError(ASYNCIO_ONLY) from None
-        self._housekeeper = loop.create_task(self._housekeeping())
+        require_asyncio()
+        self._housekeeper = asyncio.get_running_loop().create_task(self._housekeeping())
 
     async def _housekeeping(self) -> None:
         """Every ``sweep_interval`` seconds: end sessions idle past their timeout and fail
@@ -362,7 +356,7 @@ class StreamableHTTPApp:
         ):
             # 2026-07-28: self-describing requests (and any session-less request, which
             # is judged by the modern rules: missing _meta -> -32602)
-            await self._post_modern(obj, headers, send, receive)
+            await serve_stateless(self, obj, headers, send, receive)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if is_init and "mcp-session-id" not in headers:
@@ -409,83 +403,6 @@ class StreamableHTTPApp:
             await self._answer(stream, mode, send, receive)
         finally:
             self.in_flight -= 1
-
-    # ------------------------------------------------------------------ 2026-07-28
-
-    async def _post_modern(self, obj: dict[str, Any], headers: dict[str, str], send: Send,
-                           receive: Receive) -> None:
-        """A stateless request: no session; headers must match the body; errors get their
-        HTTP status; closing the response stream cancels the handler."""
-        params = obj.get("params")
-        if not isinstance(params, dict):
-            params = {}
-        rid = obj.get("id")
-        if not isinstance(obj.get("method"), str):
-            await respond(send, 400, error_with_id(rid, InvalidRequest(
-                "Invalid Request: a request needs a string 'method' (a client sends only "
-                "requests and notifications to this endpoint).")))
-            return
-        try:
-            read_meta(params, None)  # missing/partial _meta: -32602 (HTTP 400)
-        except ProtocolError as exc:
-            await respond(send, 400, error_with_id(rid, exc))
-            return
-        mismatch = header_mismatch(obj, params, headers, self.param_headers)
-        if mismatch:
-            await respond(send, 400, error_with_id(rid, HeaderMismatch(
-                f"Header mismatch: {mismatch}. Send the MCP-Protocol-Version, Mcp-Method and "
-                "Mcp-Name headers with the same values as the body.")))
-            return
-        # From here the connection judges the request (an unsupported version is its -32022,
-        # which _modern_status answers with 400); a notification is only checked here.
-        if not is_valid_id(rid):
-            try:
-                read_meta(params)
-            except ProtocolError as exc:
-                await respond(send, 400, error_with_id(rid, exc))
-                return
-        session = HttpSession(self.new_connection(), "", self.config.event_store,
-                              on_request=self.on_request, on_notification=self.on_notification)
-        if not is_valid_id(rid):
-            direct = session.feed(obj)
-            await respond(send, 400 if direct else 202, direct[0] if direct else b"")
-            return
-        assert isinstance(rid, str | int)
-        stream = ResponseStream(session, "m")
-        session.streams[rid] = stream
-        session.feed(obj)
-        self.in_flight += 1
-        try:
-            first = await stream.first_unless_gone(receive)
-            if first is None:
-                return  # the client went away before the answer began: cancelled below
-            data, final = first
-            if final and self.config.response_mode != "sse":
-                await respond(send, stateless_status(data), data)
-                return
-            await self._sse_modern(stream, send, receive)
-        finally:
-            self.in_flight -= 1
-            session.close()  # ends the handler if the client went away first
-
-    async def _sse_modern(self, stream: ResponseStream, send: Send, receive: Receive) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        gone = False
-
-        def went() -> None:
-            nonlocal gone
-            gone = True
-            stream.wakeup.set()
-
-        watcher = watch_disconnect(receive, went)
-        try:
-            await relay(stream, send, lambda: gone)
-            if not gone:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass
-        finally:
-            watcher.cancel()
 
     async def _initialize(self, obj: Any, send: Send) -> None:
         if len(self.sessions) >= self.config.max_sessions:

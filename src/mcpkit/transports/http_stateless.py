@@ -1,5 +1,8 @@
-"""2026-07-28 over HTTP: the routing headers a stateless request carries, checked against
-its body, and the HTTP status of a stateless answer.
+"""2026-07-28 over HTTP: stateless requests on the Streamable HTTP endpoint.
+
+No session: each POST is one self-describing request with its own connection, answered
+as JSON or SSE; closing the response stream cancels the handler. The routing headers a
+stateless request carries are checked against its body, and errors get their HTTP status.
 
 ``MCP-Protocol-Version``, ``Mcp-Method`` and ``Mcp-Name`` must repeat the body's values,
 and each ``x-mcp-header`` parameter of a tool its argument in ``Mcp-Param-<Name>``
@@ -9,7 +12,7 @@ and each ``x-mcp-header`` parameter of a tool its argument in ``Mcp-Param-<Name>
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -20,10 +23,17 @@ from ..protocol.errors import (
     MISSING_CLIENT_CAPABILITY,
     PARSE_ERROR,
     UNSUPPORTED_PROTOCOL_VERSION,
+    HeaderMismatch,
+    InvalidRequest,
     ProtocolError,
 )
 from ..protocol.jsonrpc import is_valid_id
-from ..protocol.stateless import PROTOCOL_VERSION
+from ..protocol.stateless import PROTOCOL_VERSION, read_meta
+from .asgi import SSE_HEADERS, Receive, Send, respond, watch_disconnect
+from .http_streams import HttpSession, ResponseStream, relay
+
+if TYPE_CHECKING:
+    from .http_server import StreamableHTTPApp
 
 _BAD_REQUEST_CODES = frozenset({INVALID_REQUEST, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
                                 UNSUPPORTED_PROTOCOL_VERSION, PARSE_ERROR})
@@ -126,3 +136,79 @@ def stateless_status(data: bytes) -> int:
     if code == METHOD_NOT_FOUND:
         return 404
     return 400 if code in _BAD_REQUEST_CODES else 200
+
+
+async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: dict[str, str],
+                          send: Send, receive: Receive) -> None:
+    """A stateless request: no session; headers must match the body; errors get their
+    HTTP status; closing the response stream cancels the handler."""
+    params = obj.get("params")
+    if not isinstance(params, dict):
+        params = {}
+    rid = obj.get("id")
+    if not isinstance(obj.get("method"), str):
+        await respond(send, 400, error_with_id(rid, InvalidRequest(
+            "Invalid Request: a request needs a string 'method' (a client sends only "
+            "requests and notifications to this endpoint).")))
+        return
+    try:
+        read_meta(params, None)  # missing/partial _meta: -32602 (HTTP 400)
+    except ProtocolError as exc:
+        await respond(send, 400, error_with_id(rid, exc))
+        return
+    mismatch = header_mismatch(obj, params, headers, app.param_headers)
+    if mismatch:
+        await respond(send, 400, error_with_id(rid, HeaderMismatch(
+            f"Header mismatch: {mismatch}. Send the MCP-Protocol-Version, Mcp-Method and "
+            "Mcp-Name headers with the same values as the body.")))
+        return
+    # From here the connection judges the request (an unsupported version is its -32022,
+    # which stateless_status answers with 400); a notification is only checked here.
+    if not is_valid_id(rid):
+        try:
+            read_meta(params)
+        except ProtocolError as exc:
+            await respond(send, 400, error_with_id(rid, exc))
+            return
+    session = HttpSession(app.new_connection(), "", app.config.event_store,
+                          on_request=app.on_request, on_notification=app.on_notification)
+    if not is_valid_id(rid):
+        direct = session.feed(obj)
+        await respond(send, 400 if direct else 202, direct[0] if direct else b"")
+        return
+    assert isinstance(rid, str | int)
+    stream = ResponseStream(session, "m")
+    session.streams[rid] = stream
+    session.feed(obj)
+    app.in_flight += 1
+    try:
+        first = await stream.first_unless_gone(receive)
+        if first is None:
+            return  # the client went away before the answer began: cancelled below
+        data, final = first
+        if final and app.config.response_mode != "sse":
+            await respond(send, stateless_status(data), data)
+            return
+        await _relay_sse(stream, send, receive)
+    finally:
+        app.in_flight -= 1
+        session.close()  # ends the handler if the client went away first
+
+async def _relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    gone = False
+
+    def went() -> None:
+        nonlocal gone
+        gone = True
+        stream.wakeup.set()
+
+    watcher = watch_disconnect(receive, went)
+    try:
+        await relay(stream, send, lambda: gone)
+        if not gone:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+    except OSError:
+        pass
+    finally:
+        watcher.cancel()
