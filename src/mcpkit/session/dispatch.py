@@ -85,6 +85,17 @@ def _running_asyncio_loop() -> Any:
         return None
 
 
+def _task_factory(loop: Any) -> Callable[[Coroutine[Any, Any, None]], Any]:
+    """How handler tasks are created on ``loop``: on Python 3.12+ eagerly — the handler
+    runs at once, as the current task, until it first waits, so a handler that never waits
+    is answered without a task switch (what ``asyncio.eager_task_factory`` does); before
+    3.12, ``loop.create_task``."""
+    if sys.version_info >= (3, 12):
+        task_class = sys.modules["asyncio"].Task
+        return functools.partial(task_class, loop=loop, eager_start=True)
+    return loop.create_task  # type: ignore[no-any-return]
+
+
 class _Waiter(Record):
     __slots__ = ("done", "error", "on_progress", "result")
 
@@ -127,11 +138,13 @@ class Session:
         "_closed",
         "_coros",
         "_endless",
+        "_feeding",
         "_handles",
         "_handshake_done",
         "_idle",
         "_loop_thread",
         "_loop_token",
+        "_new_task",
         "_on_event",
         "_on_notification",
         "_on_request",
@@ -166,6 +179,8 @@ class Session:
         self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
         self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
         self._endless: set[RequestId] = set()  # running requests of ENDLESS_METHODS
+        self._feeding = False  # inside _feed: the output is woken once, at its end
+        self._new_task: Callable[[Coroutine[Any, Any, None]], Any] | None = None
         self.drain_timeout = DEFAULT_DRAIN_TIMEOUT  # seconds handlers may finish after EOF
         self._idle: anyio.Event | None = None  # set when the last handler finishes
         self._waiters: dict[RequestId, _Waiter] = {}
@@ -209,8 +224,9 @@ class Session:
         """
         self._loop_thread = threading.get_ident()
         self._loop_token = anyio.lowlevel.current_token()
-        self._asyncio_loop = _running_asyncio_loop()
+        self._asyncio_loop = loop = _running_asyncio_loop()
         self._tg = tg
+        self._new_task = None if loop is None else _task_factory(loop)
 
     @property
     def asyncio_loop(self) -> Any:
@@ -297,11 +313,14 @@ class Session:
     def _feed(self, receive: Callable[..., list[Event]], *args: Any) -> None:
         """Process input; a bug met while doing so is logged and the session goes on
         (one bad message must not take the server down)."""
+        self._feeding = True
         try:
             for event in receive(*args):
                 self._handle(event)
         except Exception:
             log.exception("internal error while processing input; the input was dropped")
+        finally:
+            self._feeding = False
         self._output.wake(False)
 
     def _fail_waiters(self) -> None:
@@ -413,9 +432,11 @@ class Session:
         self._spawn_request(event, outcome)
 
     def _spawn_request(self, event: RequestReceived, coro: Coroutine[Any, Any, JSONObject]) -> None:
-        loop = self._asyncio_loop
-        if loop is not None:
-            task = loop.create_task(self._run_handler(event, coro, None))
+        new_task = self._new_task
+        if new_task is not None:
+            task = new_task(self._run_handler(event, coro, None))
+            if task.done():  # answered before its first wait (an eager start): no task left
+                return
             self._handles[event.id] = task
             self._coros[event.id] = coro
             self._track(task)
@@ -458,8 +479,9 @@ class Session:
             coro.close()
             if self._endless:
                 self._endless.discard(rid)
-            # nothing else running: the output may write now, without an extra loop turn
-            self._output.wake(not self._handles)
+            if not self._feeding:  # (while feeding, _feed wakes the output once at its end)
+                # nothing else running: the output may write now, without an extra loop turn
+                self._output.wake(not self._handles)
             if self._idle is not None and not self._handles:
                 self._idle.set()
 
