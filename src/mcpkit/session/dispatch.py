@@ -22,7 +22,6 @@ import functools
 import inspect
 import logging
 import math
-import sys
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
@@ -53,6 +52,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.record import Record
+from .loop import running_asyncio_loop, task_factory
 from .pump import BytePump
 
 if TYPE_CHECKING:
@@ -72,28 +72,6 @@ ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] |
 DEFAULT_DRAIN_TIMEOUT = 1.0
 """Seconds in-flight handlers may run on after the input ended, before they are cancelled.
 Short on purpose: MCP clients wait about 2 s after closing stdin before they SIGTERM."""
-
-
-def _running_asyncio_loop() -> Any:
-    """The running asyncio event loop, or ``None`` under another event loop (trio)."""
-    asyncio = sys.modules.get("asyncio")
-    if asyncio is None:
-        return None
-    try:
-        return asyncio.get_running_loop()
-    except RuntimeError:
-        return None
-
-
-def _task_factory(loop: Any) -> Callable[[Coroutine[Any, Any, None]], Any]:
-    """How handler tasks are created on ``loop``: on Python 3.12+ eagerly — the handler
-    runs at once, as the current task, until it first waits, so a handler that never waits
-    is answered without a task switch (what ``asyncio.eager_task_factory`` does); before
-    3.12, ``loop.create_task``."""
-    if sys.version_info >= (3, 12):
-        task_class = sys.modules["asyncio"].Task
-        return functools.partial(task_class, loop=loop, eager_start=True)
-    return loop.create_task  # type: ignore[no-any-return]
 
 
 class _Waiter(Record):
@@ -224,9 +202,9 @@ class Session:
         """
         self._loop_thread = threading.get_ident()
         self._loop_token = anyio.lowlevel.current_token()
-        self._asyncio_loop = loop = _running_asyncio_loop()
+        self._asyncio_loop = loop = running_asyncio_loop()
         self._tg = tg
-        self._new_task = None if loop is None else _task_factory(loop)
+        self._new_task = None if loop is None else task_factory(loop)
 
     @property
     def asyncio_loop(self) -> Any:
