@@ -37,7 +37,7 @@ from mcpkit.client import (
     PaginationError,
 )
 from mcpkit.client import types as t
-from mcpkit.protocol.versions import REVISIONS
+from mcpkit.protocol.versions import REVISIONS, Feature
 
 from .support.tap import TappedClient
 
@@ -73,7 +73,7 @@ def transport(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-def has(version: str, feature: str) -> bool:
+def has(version: str, feature: Feature) -> bool:
     return REVISIONS[version].has(feature)
 
 

@@ -575,6 +575,9 @@ class Client:
                 return res
             if kind != "input_required":
                 raise InvalidResult(f"{method}: unknown resultType {kind!r}")
+            if not self.revision.has("mrtr"):
+                raise InvalidResult(f"{method}: an input_required result, which protocol "
+                                    f"revision {self.revision.version} does not have")
             requests = res.get("inputRequests")
             answers = {key: await self._answer_input(req)
                        for key, req in (requests.items() if isinstance(requests, dict) else ())}

@@ -883,8 +883,9 @@ class Connection:
             return False
         meta = rec.meta
         if meta is not None:
-            value = stamp(rec.method, compat.result(rec.method, value, meta.revision),
-                          self._modern_info(meta.revision), self.cache_ttl_ms, self.cache_scope)
+            mrev = meta.revision
+            value = stamp(rec.method, compat.result(rec.method, value, mrev), mrev,
+                          self._modern_info(mrev), self.cache_ttl_ms, self.cache_scope)
         else:
             rev = self.revision
             if rev is not None and rev.version != LATEST_STATEFUL:
@@ -904,8 +905,11 @@ class Connection:
         rec = self._inbound.pop(rid, None)
         if rec is None:
             return False
-        if rec.meta is not None and err.code == RESOURCE_NOT_FOUND:
-            err = InvalidParams(err.message, err.data)  # -32002 must not be emitted here
+        rev = rec.meta.revision if rec.meta is not None else self.revision
+        if err.code == RESOURCE_NOT_FOUND and rev is not None and not rev.has(
+            "resource_not_found_32002"
+        ):
+            err = InvalidParams(err.message, err.data)  # a revision without -32002: -32602
         self._deliver(rid, rec, encode(self._error_obj(rid, err.to_error())))
         return True
 

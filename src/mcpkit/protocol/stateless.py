@@ -94,16 +94,20 @@ def read_meta(params: dict[str, Any],
     return RequestMeta(REVISIONS[version], caps, info if isinstance(info, dict) else {}, level)
 
 
-def stamp(method: str, result: dict[str, Any], server_info: dict[str, Any],
+def stamp(method: str, result: dict[str, Any], rev: Revision, server_info: dict[str, Any],
           ttl_ms: int, cache_scope: str) -> dict[str, Any]:
-    """A modern result: ``resultType`` (kept if set), ``serverInfo`` in ``_meta``, and the
-    caching hints on complete results of cacheable methods."""
+    """A result of the stateless revision ``rev``: ``resultType`` (kept if set; feature
+    ``result_type``), ``serverInfo`` in ``_meta``, and the caching hints on complete
+    results of cacheable methods (feature ``caching``)."""
     out = dict(result)
-    out.setdefault("resultType", "complete")
+    if rev.has("result_type"):
+        out.setdefault("resultType", "complete")
     meta = dict(out.get("_meta") or {})
     meta[SERVER_INFO] = server_info
     out["_meta"] = meta
-    if out["resultType"] == "complete" and method in CACHEABLE:
+    if rev.has("caching") and out.get("resultType", "complete") == "complete" and (
+        method in CACHEABLE
+    ):
         out.setdefault("ttlMs", ttl_ms)
         out.setdefault("cacheScope", cache_scope)
     return out

@@ -2,12 +2,18 @@
 
 Revisions are a set, not a number: code asks ``rev.has("structured_content")`` or
 ``"elicitation/create" in rev.server_requests`` instead of comparing dates.
+
+A feature name is a ``Feature`` literal, so mypy rejects a misspelt ``rev.has("titel")``;
+the table is checked against ``Feature`` when this module is imported, and a test
+(``tests/protocol/test_versions.py``) checks that every feature is queried somewhere.
+Facts that are fields of ``Revision`` (``stateful``, ``batches``, the method sets) are
+not repeated as features.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Final
+from typing import Final, Literal, get_args
 
 V2024_11_05: Final = "2024-11-05"
 V2025_03_26: Final = "2025-03-26"
@@ -73,19 +79,43 @@ class Revision:
     server_requests: frozenset[str]
     client_notifications: frozenset[str]
     server_notifications: frozenset[str]
-    features: frozenset[str] = field(default_factory=frozenset)
+    features: frozenset[Feature] = field(default_factory=frozenset)
 
-    def has(self, feature: str) -> bool:
+    def has(self, feature: Feature) -> bool:
         """Whether this revision has a named feature (see ``FEATURES``)."""
         return feature in self.features
 
 
-FEATURES: Final = {
+Feature = Literal[
+    "audio_content",
+    "tool_annotations",
+    "completions_capability",
+    "progress_message",
+    "title",
+    "structured_content",
+    "resource_link",
+    "elicitation",
+    "completion_context",
+    "icons",
+    "implementation_extras",
+    "elicitation_url",
+    "sampling_tools",
+    "tool_execution",
+    "resource_not_found_32002",
+    "tool_input_errors",
+    "omit_unreadable_id",
+    "sse_priming",
+    "result_type",
+    "caching",
+    "mrtr",
+]
+"""Every feature name ``Revision.has`` accepts (described in ``FEATURES``)."""
+
+FEATURES: Final[dict[Feature, str]] = {
     "audio_content": "AudioContent blocks (type: audio)",
     "tool_annotations": "Tool.annotations (readOnlyHint, …)",
     "completions_capability": "server capability `completions` gates completion/complete",
     "progress_message": "notifications/progress carries `message`",
-    "instructions": "InitializeResult.instructions",
     "title": "`title` on tools, resources, prompts, arguments, Implementation",
     "structured_content": "Tool.outputSchema and CallToolResult.structuredContent",
     "resource_link": "resource_link content blocks",
@@ -100,26 +130,28 @@ FEATURES: Final = {
     "tool_input_errors": "bad tool arguments are isError results, not JSON-RPC errors",
     "omit_unreadable_id": "an error answering an unreadable id omits `id` (null is invalid)",
     "sse_priming": "an SSE answer opens with a priming event (id, retry, empty data)",
-    "stateless": "no handshake: every request carries its version and capabilities in _meta",
     "result_type": "every result carries resultType (complete | input_required)",
     "caching": "ttlMs and cacheScope on list/read/discover results",
     "mrtr": "server->client input travels as InputRequiredResult + retry",
 }
 
-_F_2503 = frozenset(
-    {
-        "audio_content",
-        "tool_annotations",
-        "completions_capability",
-        "progress_message",
-        "instructions",
-        "resource_not_found_32002",
-    }
+
+
+def _features(*names: Feature) -> frozenset[Feature]:
+    return frozenset(names)
+
+
+_F_2411 = _features("resource_not_found_32002")
+_F_2503 = _F_2411 | _features(
+    "audio_content",
+    "tool_annotations",
+    "completions_capability",
+    "progress_message",
 )
-_F_2506 = _F_2503 | {"title", "structured_content", "resource_link", "elicitation"} | {
-    "completion_context"
-}
-_F_2511 = _F_2506 | {
+_F_2506 = _F_2503 | _features(
+    "title", "structured_content", "resource_link", "elicitation", "completion_context"
+)
+_F_2511 = _F_2506 | _features(
     "icons",
     "implementation_extras",
     "elicitation_url",
@@ -128,7 +160,10 @@ _F_2511 = _F_2506 | {
     "tool_input_errors",
     "omit_unreadable_id",
     "sse_priming",
-}
+)
+_F_2607 = (
+    _F_2511 - _features("resource_not_found_32002", "tool_execution", "elicitation_url")
+) | _features("result_type", "caching", "mrtr")
 
 REVISIONS: Final[dict[str, Revision]] = {
     V2024_11_05: Revision(
@@ -139,7 +174,7 @@ REVISIONS: Final[dict[str, Revision]] = {
         server_requests=_BASE_SERVER_REQUESTS,
         client_notifications=_BASE_CLIENT_NOTIFICATIONS,
         server_notifications=_BASE_SERVER_NOTIFICATIONS,
-        features=frozenset({"instructions", "resource_not_found_32002"}),
+        features=_F_2411,
     ),
     V2025_03_26: Revision(
         V2025_03_26,
@@ -204,10 +239,24 @@ REVISIONS: Final[dict[str, Revision]] = {
                 "notifications/resources/updated",
             }
         ),
-        features=(_F_2511 - {"resource_not_found_32002", "tool_execution", "elicitation_url"})
-        | {"stateless", "result_type", "caching", "mrtr"},
+        features=_F_2607,
     ),
 }
+
+
+def check_table(revisions: dict[str, Revision]) -> None:
+    """Raise ``TypeError`` unless every revision's features are declared ``Feature`` names
+    (a typo in the table, which mypy does not see through ``frozenset`` arithmetic)."""
+    declared = frozenset(get_args(Feature))
+    if set(FEATURES) != declared:
+        raise TypeError(f"FEATURES and Feature disagree: {sorted(set(FEATURES) ^ declared)}")
+    for version, rev in revisions.items():
+        unknown = rev.features - declared
+        if unknown:
+            raise TypeError(f"revision {version} lists undeclared features {sorted(unknown)}")
+
+
+check_table(REVISIONS)
 
 
 def negotiate(requested: object, supported: tuple[str, ...] = STATEFUL_VERSIONS) -> str:
