@@ -28,6 +28,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..protocol.connection import Connection, NotificationReceived, RequestReceived
 from ..protocol.errors import (
+    UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
     InvalidParams,
@@ -336,10 +337,10 @@ class Client:
                 res = await session.request("server/discover", self._with_meta(None),
                                             timeout=min(self.timeout, 10.0))
             except RemoteError as exc:
-                # -32022 lists what the server speaks: retry once with a version we share
+                # the refusal lists the versions the server speaks: retry once with a shared one
                 data = exc.data if isinstance(exc.data, dict) else {}
                 shared = [v for v in data.get("supported") or () if v in STATELESS_VERSIONS]
-                if exc.code != -32022 or not shared:
+                if exc.code != UNSUPPORTED_PROTOCOL_VERSION or not shared:
                     raise
                 self.stateless_version = version = shared[-1]
                 session.conn.use_stateless(version)

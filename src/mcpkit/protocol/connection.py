@@ -790,7 +790,7 @@ class Connection:
                 raise CapabilityNotSupported(f"'{method}' does not exist in this revision")
             cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
             if cap == "completions" and rev is not None and not rev.has("completions_capability"):
-                cap = None  # no such capability flag before 2025-03-26: the server may say -32601
+                cap = None  # no such flag before 2025-03-26: the server may say METHOD_NOT_FOUND
         if cap is not None and not has_capability(self.peer_capabilities, cap):
             raise CapabilityNotSupported(
                 f"the peer did not declare the '{cap}' capability needed for '{method}'"

@@ -27,18 +27,26 @@ peer (``protocol.connection``) turns a ``ProtocolError`` into the error response
 
 from __future__ import annotations
 
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Final
 
-PARSE_ERROR = -32700
-INVALID_REQUEST = -32600
-METHOD_NOT_FOUND = -32601
-INVALID_PARAMS = -32602
-INTERNAL_ERROR = -32603
-RESOURCE_NOT_FOUND = -32002
-HEADER_MISMATCH = -32020
-MISSING_CLIENT_CAPABILITY = -32021
-UNSUPPORTED_PROTOCOL_VERSION = -32022
-URL_ELICITATION_REQUIRED = -32042
+# JSON-RPC 2.0 (its reserved range)
+PARSE_ERROR: Final = -32700
+INVALID_REQUEST: Final = -32600
+METHOD_NOT_FOUND: Final = -32601
+INVALID_PARAMS: Final = -32602
+INTERNAL_ERROR: Final = -32603
+# The implementation-defined range (-32000 to -32099), as MCP and mcpkit use it
+TRANSPORT_ERROR: Final = -32000
+"""The HTTP client transport could not carry a request (the server is unreachable, or
+answered with an HTTP error and no JSON-RPC body): the error it puts in place of the
+missing answer, so the waiting request fails instead of hanging."""
+SESSION_NOT_FOUND: Final = -32001
+"""Streamable HTTP: the ``Mcp-Session-Id`` names no live session (HTTP 404)."""
+RESOURCE_NOT_FOUND: Final = -32002
+HEADER_MISMATCH: Final = -32020
+MISSING_CLIENT_CAPABILITY: Final = -32021
+UNSUPPORTED_PROTOCOL_VERSION: Final = -32022
+URL_ELICITATION_REQUIRED: Final = -32042
 
 
 class MCPError(Exception):
