@@ -1,6 +1,7 @@
 """``Client.listen`` (2026-07-28 ``subscriptions/listen``) over memory, stdio and HTTP:
 the acknowledgement first, then only the requested kinds of change, each tagged with the
-listen's subscription id; leaving the block ends the subscription and the session goes on."""
+listen's subscription id; leaving the block ends the subscription and the session goes on.
+A refused subscription raises the server's error to the reader."""
 
 from __future__ import annotations
 
@@ -11,11 +12,14 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit import CapabilityNotSupported
-from mcpkit.client import Client
+from mcpkit import CapabilityNotSupported, RemoteError
+from mcpkit.client import Client, ListenStream
+from mcpkit.protocol.errors import METHOD_NOT_FOUND
 from tests.support.http import LiveServer, everything_server
 
-EVERYTHING = Path(__file__).resolve().parents[1] / "examples" / "everything.py"
+ROOT = Path(__file__).resolve().parents[1]
+EVERYTHING = ROOT / "examples" / "everything.py"
+RAW_MODERN = ROOT / "tests" / "servers" / "raw_modern.py"  # answers listen with -32601
 SUB = "io.modelcontextprotocol/subscriptionId"
 
 
@@ -67,3 +71,37 @@ async def test_listen_needs_the_stateless_revision() -> None:
         with pytest.raises(CapabilityNotSupported):
             async with client.listen(tools=True):
                 pass
+
+
+@pytest.mark.anyio
+async def test_a_refused_listen_raises_the_servers_error() -> None:
+    async with Client([sys.executable, str(RAW_MODERN)], mode="stateless") as client:
+        with anyio.fail_after(15):
+            async with client.listen(tools=True) as changes:
+                with pytest.raises(RemoteError) as info:
+                    await changes.receive()
+                assert info.value.code == METHOD_NOT_FOUND
+                with pytest.raises(RemoteError):
+                    async for _ in changes:
+                        pass
+            assert [tool.name for tool in await client.list_tools()][:1] == ["no_result_type"]
+
+
+@pytest.mark.anyio
+async def test_listen_stream_ends_quietly_or_with_its_error() -> None:
+    send, receive = anyio.create_memory_object_stream[dict[str, Any]](4)
+    changes = ListenStream(receive)
+    send.send_nowait({"method": "a", "params": {}})
+    send.close()
+    assert [note["method"] async for note in changes] == ["a"]  # ended: no error
+    changes.close()
+
+    send, receive = anyio.create_memory_object_stream[dict[str, Any]](4)
+    changes = ListenStream(receive)
+    send.send_nowait({"method": "b", "params": {}})
+    changes.error = RemoteError(-32603, "gone")
+    send.close()
+    assert await changes.receive() == {"method": "b", "params": {}}  # what came first
+    with pytest.raises(RemoteError, match="gone"):
+        await changes.receive()
+    changes.close()

@@ -27,7 +27,7 @@ from mcpkit.protocol.connection import (
     SessionReady,
     SessionStarted,
 )
-from mcpkit.protocol.errors import CapabilityNotSupported, InvalidParams
+from mcpkit.protocol.errors import CapabilityNotSupported, InvalidParams, LocalProtocolError
 from mcpkit.protocol.lifecycle import Role, State
 from mcpkit.protocol.versions import (
     REVISIONS,
@@ -449,12 +449,12 @@ def test_initialize_with_bad_params_is_invalid_params(params: dict[str, Any]) ->
 
 def test_client_cannot_send_requests_before_initialize_result() -> None:
     client = make_client()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LocalProtocolError):
         client.send_request("tools/list")
     client.start_handshake()
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LocalProtocolError):
         client.send_request("tools/list")
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LocalProtocolError):
         client.start_handshake()  # initialize is sent once
     # ping is always allowed
     rid = client.send_request("ping")
@@ -462,7 +462,7 @@ def test_client_cannot_send_requests_before_initialize_result() -> None:
 
 
 def test_server_cannot_start_handshake() -> None:
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LocalProtocolError):
         make_server().start_handshake()
 
 
@@ -508,7 +508,7 @@ def test_request_before_initialized_notification_is_refused() -> None:
     assert wire(server) == [result(51, {})]
 
     # The server may not send requests other than ping yet either.
-    with pytest.raises(RuntimeError):
+    with pytest.raises(LocalProtocolError):
         server.send_request("roots/list")
     ping_id = server.send_request("ping")
     assert wire(server) == [request(ping_id, "ping")]
@@ -722,9 +722,11 @@ def test_error_response_becomes_error_received() -> None:
     assert norm(events) == [("error", rid, -32602, "Unknown tool: nope")]
     (ev,) = events
     assert isinstance(ev, ErrorReceived) and ev.error.data == {"name": "nope"}
-    # Answered once only.
-    assert server.send_error(rid, InvalidParams("again")) is False
-    assert server.send_result(rid, {}) is False
+    # Answered once only: a second answer is the caller's bug.
+    with pytest.raises(LocalProtocolError, match="not in flight"):
+        server.send_error(rid, InvalidParams("again"))
+    with pytest.raises(LocalProtocolError, match="not in flight"):
+        server.send_result(rid, {})
     assert server.data_to_send() == b""
 
 
@@ -969,7 +971,7 @@ def test_progress_for_unknown_or_finished_token_is_ignored_by_receiver() -> None
 def test_progress_token_is_released_after_cancel() -> None:
     client, _server = connect()
     rid = client.send_request("tools/call", {"name": "x", "_meta": {"progressToken": "t"}})
-    with pytest.raises(ValueError, match="already in use"):
+    with pytest.raises(LocalProtocolError, match="already in use"):
         client.send_request("tools/call", {"name": "y", "_meta": {"progressToken": "t"}})
     client.cancel_request(rid)
     assert (
@@ -1041,7 +1043,7 @@ def test_set_level_filters_logs() -> None:
 
 def test_send_log_unknown_level_raises() -> None:
     _, server = connect()
-    with pytest.raises(ValueError, match="unknown log level"):
+    with pytest.raises(LocalProtocolError, match="unknown log level"):
         server.send_log("verbose", "x")
 
 
@@ -1101,7 +1103,8 @@ def test_client_notifications_reach_server() -> None:
 
 def test_initialized_notification_sent_only_once() -> None:
     client, _ = connect()
-    assert client.send_notification("notifications/initialized") is False
+    with pytest.raises(LocalProtocolError, match="notifications/initialized"):
+        client.send_notification("notifications/initialized")
     assert client.data_to_send() == b""
 
 

@@ -31,12 +31,17 @@ from ..protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     CapabilityNotSupported,
     ConnectionClosed,
+    HandshakeError,
     InvalidParams,
+    InvalidResult,
     MCPError,
     MethodNotFound,
+    OutputSchemaError,
+    PaginationError,
     ProtocolError,
     RemoteError,
     RequestTimeout,
+    ServerUnreachable,
 )
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.lifecycle import Role
@@ -97,28 +102,6 @@ def param_headers(schema: Any) -> dict[str, str]:
     return out
 
 
-class HandshakeError(MCPError):
-    """The server refused ``initialize`` or chose a revision this client does not speak."""
-
-
-class ServerUnreachable(HandshakeError):
-    """The server could not be reached at all: nothing listens at the URL, the host name
-    does not resolve, or the server process exited before it answered. Nothing was refused:
-    check the address, or start the server (its stderr says why it stopped)."""
-
-
-class OutputSchemaError(MCPError):
-    """A tool's ``structuredContent`` does not match the ``outputSchema`` it advertised."""
-
-
-class PaginationError(MCPError):
-    """A server's cursors went round in circles (or never ended)."""
-
-
-class InvalidResult(MCPError):
-    """The server answered with a result that does not have the shape the protocol requires."""
-
-
 def _parse(model: type[M], value: Any, method: str) -> M:
     """``model`` from a server's result; ``InvalidResult`` (not pydantic's error) if malformed."""
     try:
@@ -134,6 +117,45 @@ def _parse_list(model: type[M], value: Any, method: str, key: str) -> list[M]:
         raise InvalidResult(f"the server's answer to {method} is malformed: {key!r} must be "
                             f"an array, got {type(value).__name__}")
     return [_parse(model, item, method) for item in value]
+
+
+class ListenStream:
+    """The notifications of one ``Client.listen`` block, as ``{"method", "params"}`` dicts.
+
+    Read with ``await changes.receive()`` or ``async for note in changes``. When the
+    subscription ends with an error (the server refused it, the connection closed), the
+    read that finds nothing left raises that error; when it ends normally, ``receive``
+    raises ``anyio.EndOfStream`` and iteration stops.
+    """
+
+    __slots__ = ("_receive", "error")
+
+    def __init__(self, receive: MemoryObjectReceiveStream[JSONObject]) -> None:
+        self._receive = receive
+        self.error: MCPError | None = None
+
+    async def receive(self) -> JSONObject:
+        try:
+            return await self._receive.receive()
+        except anyio.EndOfStream:
+            if self.error is not None:
+                raise self.error from None
+            raise
+
+    def __aiter__(self) -> ListenStream:
+        return self
+
+    async def __anext__(self) -> JSONObject:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._receive.close()
+
+    async def aclose(self) -> None:
+        self._receive.close()
 
 
 class Client:
@@ -415,14 +437,16 @@ class Client:
             if session is None or session.closed:
                 return
             try:
-                await session.request("ping", None, timeout=self.timeout)
+                await self.ping()  # server/discover in 2026-07-28, which has no ping
             except RequestTimeout:
                 log.warning("the server did not answer a keep-alive ping within %ss; "
                             "closing the connection", self.timeout)
                 if self.stream is not None:
                     await self.stream.aclose()
                 return
-            except MCPError:
+            except MCPError as exc:
+                if not isinstance(exc, ConnectionClosed):  # closed: nothing left to watch
+                    log.warning("keep-alive pings stopped: %s", exc)
                 return
 
     @property
@@ -468,7 +492,7 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
-    ) -> AsyncIterator[MemoryObjectReceiveStream[JSONObject]]:
+    ) -> AsyncIterator[ListenStream]:
         """Receive change notifications (2026-07-28 ``subscriptions/listen``).
 
             async with client.listen(tools=True) as changes:
@@ -478,7 +502,10 @@ class Client:
         The first item is the server's acknowledgement. Leaving the block ends the
         subscription (over HTTP by closing its stream, on stdio with a cancellation).
         Raises ``CapabilityNotSupported`` in a handshake-era session (there, use
-        ``subscribe`` and ``on_notification``)."""
+        ``subscribe`` and ``on_notification``). If the server refuses the subscription or
+        the connection fails, reading ``changes`` raises that error (``RemoteError``,
+        ``ConnectionClosed``, …) once the notifications before it are read; if the server
+        ends it with a result, the iteration just ends."""
         if self.stateless_version is None:
             raise CapabilityNotSupported(
                 "subscriptions/listen exists in 2026-07-28 only; in this session use "
@@ -494,6 +521,7 @@ class Client:
         if resource_uris:
             wanted["resourceSubscriptions"] = list(resource_uris)
         send, receive = anyio.create_memory_object_stream[JSONObject](256)
+        changes = ListenStream(receive)
         ids: list[Any] = []
 
         def sent(rid: Any) -> None:
@@ -504,15 +532,16 @@ class Client:
             try:
                 await self.request("subscriptions/listen", {"notifications": wanted},
                                    timeout=None, on_sent=sent)
-            except MCPError:
-                pass
+            except MCPError as exc:
+                log.debug("subscriptions/listen ended with an error: %s", exc)
+                changes.error = exc  # raised to the reader once the stream is drained
             finally:
                 send.close()
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(run)
             try:
-                yield receive
+                yield changes
             finally:
                 tg.cancel_scope.cancel()
                 for rid in ids:
@@ -665,7 +694,9 @@ class Client:
         if name not in self._output_schemas:
             try:
                 await self.list_tools()
-            except MCPError:
+            except MCPError as exc:  # the call itself succeeded: return its result
+                log.warning("cannot check the structuredContent of tool %r against its "
+                            "outputSchema: tools/list failed: %s", name, exc)
                 return
         schema = self._output_schemas.get(name)
         if not schema:
@@ -746,9 +777,11 @@ __all__ = [
     "CapabilityNotSupported",
     "Client",
     "HandshakeError",
+    "ListenStream",
     "InvalidParams",
     "InvalidResult",
     "OutputSchemaError",
     "PaginationError",
     "ProtocolError",
+    "ServerUnreachable",
 ]

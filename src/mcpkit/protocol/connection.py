@@ -28,6 +28,7 @@ from .errors import (
     CapabilityNotSupported,
     InvalidParams,
     InvalidRequest,
+    LocalProtocolError,
     MethodNotFound,
     ParseError,
     ProtocolError,
@@ -261,10 +262,21 @@ _AWAITING_INITIALIZED = (
 )
 
 
+_CANCELLED_KEPT = 1024
+"""How many peer-cancelled request ids a connection remembers, so that a handler's late
+answer to one is dropped quietly rather than refused as an answer to an unknown id."""
+
+
 class Connection:
-    """One side (client or server) of one stateful MCP session."""
+    """One side (client or server) of one stateful MCP session.
+
+    Misuse by the caller (a request the handshake state does not allow yet, answering a
+    request that is not in flight or answering it twice, …) raises ``LocalProtocolError``
+    and changes nothing.
+    """
 
     __slots__ = (
+        "_cancelled",
         "_inbound",
         "_info_cache",
         "_latest",
@@ -313,6 +325,7 @@ class Connection:
         self._lines = LineBuffer(max_message_size)
         self._outbox: list[Outgoing] = []
         self._inbound: dict[RequestId, _Inbound] = {}
+        self._cancelled: dict[RequestId, None] = {}  # cancelled by the peer, oldest first
         self._outbound: dict[RequestId, _Outbound] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
         self._next_id = 0
@@ -350,10 +363,11 @@ class Connection:
     def restore(self, record: dict[str, Any]) -> None:
         """Take back a session from ``snapshot()`` (e.g. after a server restart).
 
-        Raises ``ValueError`` for a record this connection cannot resume."""
+        Raises ``LocalProtocolError`` (a ``ValueError``) for a record this connection
+        cannot resume."""
         version = record.get("version")
         if not isinstance(version, str) or version not in self.versions:
-            raise ValueError(f"cannot restore a session of revision {version!r}")
+            raise LocalProtocolError(f"cannot restore a session of revision {version!r}")
         self.revision = REVISIONS[version]
         info, caps = record.get("peer_info"), record.get("peer_capabilities")
         self.peer_info = info if isinstance(info, dict) else {}
@@ -567,6 +581,8 @@ class Connection:
             if batch.key is None:
                 batch.key = rid
         self._inbound[rid] = rec
+        if self._cancelled:
+            self._cancelled.pop(rid, None)  # the id is live again: answers go to this one
         if method == "ping":
             self.send_result(rid, {})
             return
@@ -624,6 +640,8 @@ class Connection:
         if token is not None and not is_valid_id(token):
             token = None
         self._inbound[rid] = _Inbound(method, token, None, batch, meta)
+        if self._cancelled:
+            self._cancelled.pop(rid, None)
         if batch is not None:
             batch.pending.add(rid)
         if method == "server/discover":
@@ -699,6 +717,12 @@ class Connection:
             )
         )
 
+    def _remember_cancelled(self, rid: RequestId) -> None:
+        cancelled = self._cancelled
+        cancelled[rid] = None
+        if len(cancelled) > _CANCELLED_KEPT:
+            del cancelled[next(iter(cancelled))]
+
     def _on_notification(self, note: Notification, events: list[Event]) -> None:
         method = note.method
         params = note.params if note.params is not None else {}
@@ -711,6 +735,7 @@ class Connection:
             if rec is None or rec.method == "initialize":
                 return  # unknown, finished or uncancellable: ignored
             del self._inbound[rid]
+            self._remember_cancelled(rid)
             if rec.batch is not None:
                 rec.batch.pending.discard(rid)
                 self._maybe_flush_batch(rec.batch)
@@ -753,9 +778,11 @@ class Connection:
     def start_handshake(self, version: str | None = None) -> RequestId:
         """Client: send ``initialize`` offering ``version`` (default: the newest we speak)."""
         if self.role is not Role.CLIENT:
-            raise RuntimeError("only a client starts the handshake")
+            raise LocalProtocolError("only a client starts the handshake")
         if not self.lifecycle.may_request("initialize"):
-            raise RuntimeError(f"cannot send 'initialize' in handshake state {self.state.value}")
+            raise LocalProtocolError(
+                f"cannot send 'initialize' in handshake state {self.state.value}"
+            )
         params = {
             "protocolVersion": version or self._latest,
             "capabilities": self.capabilities,
@@ -769,13 +796,15 @@ class Connection:
         """Queue a request to the peer; returns its id.
 
         Raises ``CapabilityNotSupported`` if the negotiated revision lacks ``method`` or
-        the peer did not declare the capability it needs, and ``RuntimeError`` if the
-        handshake does not allow it yet.
+        the peer did not declare the capability it needs, and ``LocalProtocolError`` if
+        the handshake does not allow it yet or its progress token is already in use.
         """
         rev = self.revision
         stateless = self.role is Role.CLIENT and rev is not None and not rev.stateful
         if not stateless and not self.lifecycle.may_request(method):
-            raise RuntimeError(f"cannot send {method!r} in handshake state {self.state.value}")
+            raise LocalProtocolError(
+                f"cannot send {method!r} in handshake state {self.state.value}"
+            )
         if self.role is Role.SERVER:
             if method != "ping" and (rev is None or method not in rev.server_requests):
                 raise CapabilityNotSupported(
@@ -800,17 +829,17 @@ class Connection:
     def _send_request(
         self, method: str, params: JSONObject | None, related: RequestId | None
     ) -> RequestId:
-        self._next_id += 1
-        rid = self._next_id
         token = None
         if params:
             meta = params.get("_meta")
             if isinstance(meta, dict):
                 token = meta.get("progressToken")
-                if token is not None:
-                    if token in self._progress_tokens:
-                        raise ValueError(f"progress token {token!r} is already in use")
-                    self._progress_tokens[token] = rid
+                if token is not None and token in self._progress_tokens:
+                    raise LocalProtocolError(f"progress token {token!r} is already in use")
+        self._next_id += 1
+        rid = self._next_id
+        if token is not None:
+            self._progress_tokens[token] = rid
         self._outbound[rid] = _Outbound(method, token)
         if method == "initialize":
             self.lifecycle.advance("send:initialize")
@@ -828,7 +857,10 @@ class Connection:
         self.revision = None
 
     def cancel_request(self, rid: RequestId, reason: str | None = None) -> bool:
-        """Cancel our pending request ``rid``: notify the peer, ignore any late answer."""
+        """Cancel our pending request ``rid``: notify the peer, ignore any late answer.
+
+        False (nothing sent) when ``rid`` is no longer pending, which races with its
+        answer and is not an error, or is ``initialize``, which must not be cancelled."""
         out = self._outbound.get(rid)
         if out is None or out.method == "initialize":
             return False
@@ -852,10 +884,19 @@ class Connection:
         self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
     ) -> bool:
         """Queue a notification; False (nothing sent) if the revision or our declared
-        capabilities do not allow it."""
+        capabilities do not carry it (a server announces changes to every session and each
+        session keeps what its peer can take).
+
+        ``notifications/initialized`` is the handshake's own (sent here when the
+        ``initialize`` result is accepted): sending it in another state raises
+        ``LocalProtocolError``."""
         if method == "notifications/initialized":
             if not self.lifecycle.advance("send:notifications/initialized"):
-                return False
+                raise LocalProtocolError(
+                    f"cannot send 'notifications/initialized' in handshake state "
+                    f"{self.state.value} (a {self.role.value} sends it once, after the "
+                    "initialize result)"
+                )
         else:
             rev = self.revision
             rec = self._inbound.get(related) if related is not None else None
@@ -876,9 +917,23 @@ class Connection:
         self._outbox.append(Outgoing(encode(notification_msg(method, params)), related))
         return True
 
-    def send_result(self, rid: RequestId, value: JSONObject) -> bool:
-        """Answer inbound request ``rid``; False (nothing sent) if it was cancelled/answered."""
+    def _answering(self, rid: RequestId) -> _Inbound | None:
+        """Take inbound request ``rid`` out of flight to answer it; None when the peer
+        cancelled it (the answer is dropped: that race is the peer's right), and
+        ``LocalProtocolError`` when it was never received or is already answered."""
         rec = self._inbound.pop(rid, None)
+        if rec is None and rid not in self._cancelled:
+            raise LocalProtocolError(
+                f"request {rid!r} is not in flight: it was never received, or it was already "
+                "answered (a request is answered once)"
+            )
+        return rec
+
+    def send_result(self, rid: RequestId, value: JSONObject) -> bool:
+        """Answer inbound request ``rid``; False (nothing sent) if the peer cancelled it.
+
+        Raises ``LocalProtocolError`` for a request that is not in flight."""
+        rec = self._answering(rid)
         if rec is None:
             return False
         meta = rec.meta
@@ -901,8 +956,9 @@ class Connection:
         return info
 
     def send_error(self, rid: RequestId, err: ProtocolError) -> bool:
-        """Answer inbound request ``rid`` with an error; False if cancelled/answered."""
-        rec = self._inbound.pop(rid, None)
+        """Answer inbound request ``rid`` with an error; False (nothing sent) if the peer
+        cancelled it. Raises ``LocalProtocolError`` for a request that is not in flight."""
+        rec = self._answering(rid)
         if rec is None:
             return False
         rev = rec.meta.revision if rec.meta is not None else self.revision
@@ -936,7 +992,8 @@ class Connection:
         message: str | None = None,
     ) -> bool:
         """Progress for inbound request ``rid``; False (dropped) when the request did not
-        ask for progress, is no longer in flight, or ``progress`` does not increase."""
+        ask for progress, is no longer in flight, or ``progress`` does not increase.
+        (Progress is best-effort: a handler may report it whatever the peer asked for.)"""
         rec = self._inbound.get(rid)
         if rec is None or rec.progress_token is None:
             return False
@@ -969,9 +1026,13 @@ class Connection:
         *,
         related: RequestId | None = None,
     ) -> bool:
-        """Server: a ``notifications/message``, if logging is declared and the level passes."""
+        """Server: a ``notifications/message``, if logging is declared and the level passes.
+
+        Raises ``LocalProtocolError`` for a level that is not one of ``LOG_LEVELS``."""
         if level not in LOG_LEVEL_RANK:
-            raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
+            raise LocalProtocolError(
+                f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}"
+            )
         rec = self._inbound.get(related) if related is not None else None
         if rec is not None and rec.meta is not None:
             # modern: only for a request that asked for logs, at its own level

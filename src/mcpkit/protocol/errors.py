@@ -14,15 +14,31 @@ Hierarchy::
     │   ├── HeaderMismatch        -32020  (2026-07-28)
     │   ├── MissingClientCapability -32021 (2026-07-28)
     │   └── UnsupportedProtocolVersion -32022 (2026-07-28)
+    ├── LocalProtocolError        (also a ValueError) the caller of a ``Connection`` asked
+    │                             for what the protocol state forbids: a request before the
+    │                             handshake allows it, answering a request that is not in
+    │                             flight (or twice), a reused progress token, an unknown log
+    │                             level, restoring a session of a revision it does not speak
     ├── RemoteError               the peer answered a request of ours with an error
     ├── ConnectionClosed          the peer went away (EOF, process exit, transport broke)
     ├── RequestTimeout            a request of ours got no answer in time (it was cancelled)
     ├── CapabilityNotSupported    we were asked to use a feature the peer did not declare
-    └── ToolError                 raised by tool code: becomes an ``isError`` result whose
-                                  text is the exception's message, shown to the model
+    ├── ToolError                 raised by tool code: becomes an ``isError`` result whose
+    │                             text is the exception's message, shown to the model
+    │   (raised by the client, ``mcpkit.client``:)
+    ├── HandshakeError            the server refused ``initialize``, chose a revision the
+    │   │                         client does not speak, or did not answer it
+    │   └── ServerUnreachable     nothing answered at all (no listener, the process exited)
+    ├── InvalidResult             a server's result lacks the shape the protocol requires
+    ├── OutputSchemaError         ``structuredContent`` does not match the tool's outputSchema
+    └── PaginationError           a server's cursors went round in circles (or never ended)
 
 Local errors are raised where they are detected; the one place that receives from the
 peer (``protocol.connection``) turns a ``ProtocolError`` into the error response sent back.
+``ProtocolError`` is about the peer's message and is answered on the wire;
+``LocalProtocolError`` is about our own caller and is never sent (h11's
+``LocalProtocolError`` is the model). It subclasses ``ValueError`` because these misuses
+raised ``ValueError`` before it existed and callers catch that (``Connection.restore``).
 """
 
 from __future__ import annotations
@@ -135,6 +151,16 @@ class UnsupportedProtocolVersion(ProtocolError):
     code = UNSUPPORTED_PROTOCOL_VERSION
 
 
+class LocalProtocolError(MCPError, ValueError):
+    """The caller of a sans-I/O ``Connection`` did something the protocol state forbids.
+
+    Nothing was queued: the connection is unchanged and stays usable. This is a bug in the
+    calling code (a transport, a session), never something the peer caused; the peer's
+    mistakes are ``ProtocolError``s, answered on the wire. Also a ``ValueError``, which
+    these misuses raised before.
+    """
+
+
 class RemoteError(MCPError):
     """The peer answered one of our requests with a JSON-RPC error."""
 
@@ -163,3 +189,28 @@ class ToolError(MCPError):
     Use it for failures the model can act on ("city not found: try a nearby larger city").
     Any other exception raised by a tool is reported with a generic, safe message.
     """
+
+
+# ---------------------------------------------------------------------- client side
+
+
+class HandshakeError(MCPError):
+    """The server refused ``initialize`` or chose a revision this client does not speak."""
+
+
+class ServerUnreachable(HandshakeError):
+    """The server could not be reached at all: nothing listens at the URL, the host name
+    does not resolve, or the server process exited before it answered. Nothing was refused:
+    check the address, or start the server (its stderr says why it stopped)."""
+
+
+class OutputSchemaError(MCPError):
+    """A tool's ``structuredContent`` does not match the ``outputSchema`` it advertised."""
+
+
+class PaginationError(MCPError):
+    """A server's cursors went round in circles (or never ended)."""
+
+
+class InvalidResult(MCPError):
+    """The server answered with a result that does not have the shape the protocol requires."""
