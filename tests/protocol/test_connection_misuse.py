@@ -9,7 +9,8 @@ from __future__ import annotations
 import pytest
 
 from mcpkit import LocalProtocolError as PublicLocalProtocolError
-from mcpkit.protocol.connection import _CANCELLED_KEPT, RequestReceived
+from mcpkit.protocol.conn_base import _CANCELLED_KEPT
+from mcpkit.protocol.connection import RequestReceived
 from mcpkit.protocol.errors import InvalidParams, LocalProtocolError, MCPError, ProtocolError
 from mcpkit.protocol.lifecycle import State
 

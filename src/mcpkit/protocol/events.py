@@ -1,0 +1,153 @@
+"""What a ``Connection`` reports and emits: the events ``receive_*`` returns, and the
+``Outgoing`` messages it queues.
+
+Events are small records (see ``record``): compare them with ``==`` in tests, match them
+with ``type(event) is ...`` in a dispatcher. None of them holds a reference back to the
+connection.
+"""
+
+from __future__ import annotations
+
+from .errors import ProtocolError, RemoteError
+from .jsonrpc import JSONObject, RequestId
+from .record import Record
+from .stateless import RequestMeta
+from .versions import Revision
+
+
+class RequestReceived(Record):
+    __slots__ = ("id", "meta", "method", "params")
+
+    def __init__(
+        self,
+        id: RequestId,
+        method: str,
+        params: JSONObject,
+        meta: RequestMeta | None = None,
+    ) -> None:
+        self.id = id
+        self.method = method
+        self.params = params
+        self.meta = meta  # set for a modern (2026-07-28) request
+
+
+class NotificationReceived(Record):
+    __slots__ = ("method", "params")
+
+    def __init__(self, method: str, params: JSONObject) -> None:
+        self.method = method
+        self.params = params
+
+
+class ResponseReceived(Record):
+    __slots__ = ("id", "result")
+
+    def __init__(self, id: RequestId, result: JSONObject) -> None:
+        self.id = id
+        self.result = result
+
+
+class ErrorReceived(Record):
+    __slots__ = ("error", "id")
+
+    def __init__(self, id: RequestId, error: RemoteError) -> None:
+        self.id = id
+        self.error = error
+
+
+class CancelRequested(Record):
+    """The peer cancelled its request ``id``: stop the work; no response will be sent."""
+
+    __slots__ = ("id", "reason")
+
+    def __init__(self, id: RequestId, reason: str | None) -> None:
+        self.id = id
+        self.reason = reason
+
+
+class ProgressReceived(Record):
+    """Progress for our request ``request_id``."""
+
+    __slots__ = ("message", "progress", "request_id", "total")
+
+    def __init__(
+        self,
+        request_id: RequestId,
+        progress: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
+        self.request_id = request_id
+        self.progress = progress
+        self.total = total
+        self.message = message
+
+
+class SessionStarted(Record):
+    """Server: ``initialize`` answered. Client: ``initialize`` result accepted."""
+
+    __slots__ = ("instructions", "peer_capabilities", "peer_info", "revision")
+
+    def __init__(
+        self,
+        revision: Revision,
+        peer_info: JSONObject,
+        peer_capabilities: JSONObject,
+        instructions: str | None = None,
+    ) -> None:
+        self.revision = revision
+        self.peer_info = peer_info
+        self.peer_capabilities = peer_capabilities
+        self.instructions = instructions
+
+
+class SessionReady(Record):
+    """Server: ``notifications/initialized`` arrived; normal operation may start."""
+
+    __slots__ = ()
+
+
+class HandshakeFailed(Record):
+    """Client: the server chose a revision we do not speak, or refused ``initialize``."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+
+class ProtocolViolation(Record):
+    """The peer sent something invalid; it was answered (if it could be) and dropped."""
+
+    __slots__ = ("error",)
+
+    def __init__(self, error: ProtocolError) -> None:
+        self.error = error
+
+
+
+Event = (
+    RequestReceived
+    | NotificationReceived
+    | ResponseReceived
+    | ErrorReceived
+    | CancelRequested
+    | ProgressReceived
+    | SessionStarted
+    | SessionReady
+    | HandshakeFailed
+    | ProtocolViolation
+)
+
+
+
+class Outgoing(Record):
+    """One serialized message, and the inbound request it belongs to (for HTTP routing)."""
+
+    __slots__ = ("data", "final", "related")
+
+    def __init__(self, data: bytes, related: RequestId | None = None, final: bool = False) -> None:
+        self.data = data
+        self.related = related
+        self.final = final  # a response (or error) ending the exchange of ``related``
+

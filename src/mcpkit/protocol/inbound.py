@@ -1,0 +1,387 @@
+"""Reading the peer: one job of a ``Connection``.
+
+Bytes (or decoded JSON) become messages, each checked and classified: a bad one is
+answered with the spec's error and reported as ``ProtocolViolation``; a batch is taken
+only where the revision has batches; a request is gated by the handshake state, the
+revision's method set and the declared capabilities before it becomes a
+``RequestReceived`` (``ping`` and ``logging/setLevel`` are handled here, and
+``server/discover`` for a 2026-07-28 request); a response is matched to our request; a
+notification may cancel a request in flight or report progress on ours.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from . import compat
+from .conn_base import _Batch, _Inbound
+from .errors import (
+    InvalidParams,
+    InvalidRequest,
+    MethodNotFound,
+    ParseError,
+    ProtocolError,
+    RemoteError,
+)
+from .events import (
+    CancelRequested,
+    ErrorReceived,
+    Event,
+    HandshakeFailed,
+    NotificationReceived,
+    ProgressReceived,
+    ProtocolViolation,
+    RequestReceived,
+    ResponseReceived,
+    SessionReady,
+)
+from .framing import TOO_LARGE
+from .handshake import Handshake
+from .jsonrpc import (
+    BadMessage,
+    ErrorResponse,
+    JSONObject,
+    Notification,
+    Request,
+    RequestId,
+    Response,
+    decode,
+    encode,
+    is_valid_id,
+    parse_message,
+)
+from .lifecycle import Role, State
+from .methods import (
+    CLIENT_CAPABILITY_FOR_REQUEST,
+    LOG_LEVEL_RANK,
+    LOG_LEVELS,
+    SERVER_CAPABILITY_FOR_REQUEST,
+    has_capability,
+)
+from .stateless import is_modern, read_meta
+from .versions import Revision
+
+_NOT_INITIALIZED = (
+    "Session not initialized: the first request must be 'initialize' (only 'ping' is "
+    "allowed before it)."
+)
+
+
+_AWAITING_INITIALIZED = (
+    "Session not ready: send the 'notifications/initialized' notification after the "
+    "'initialize' result before other requests (only 'ping' is allowed until then)."
+)
+
+
+
+class Receiving(Handshake):
+    """``receive_data`` / ``receive_message`` / ``receive_eof`` (see the module docstring)."""
+
+    __slots__ = ()
+
+    def receive_data(self, data: bytes) -> list[Event]:
+        """Feed bytes of a newline-framed stream (``b""`` = end of input)."""
+        events: list[Event] = []
+        for line in self._lines.feed(data):
+            if line is TOO_LARGE:
+                self._reject(
+                    InvalidRequest(
+                        f"Message too large: the limit is {self._lines.max_size} bytes per "
+                        "message; send smaller messages.",
+                    ),
+                    None,
+                    events,
+                )
+                continue
+            assert isinstance(line, bytes)
+            try:
+                obj = decode(line)
+            except ParseError as exc:
+                self._reject(exc, None, events)
+                continue
+            self._receive_obj(obj, events)
+        return events
+
+    def receive_message(self, obj: Any) -> list[Event]:
+        """Feed one already-decoded JSON value (an object, or a batch array)."""
+        events: list[Event] = []
+        self._receive_obj(obj, events)
+        return events
+
+    def receive_eof(self) -> list[Event]:
+        """The input ended; deliver a last unterminated line, if any."""
+        return self.receive_data(b"")
+
+    def _receive_obj(self, obj: Any, events: list[Event]) -> None:
+        if type(obj) is list:
+            self._receive_batch(obj, events)
+            return
+        try:
+            msg = parse_message(obj)
+        except BadMessage as bad:
+            self._reject(bad.error, bad.id, events)
+            return
+        self._dispatch(msg, events, None)
+
+    def _receive_batch(self, items: list[Any], events: list[Event]) -> None:
+        rev = self.revision
+        if rev is None or not rev.batches:
+            where = f"protocol revision {rev.version}" if rev else "this session before initialize"
+            self._reject(
+                InvalidRequest(
+                    f"Invalid Request: JSON-RPC batches are not supported in {where}; send "
+                    "one message at a time."
+                ),
+                None,
+                events,
+            )
+            return
+        if not items:
+            self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
+            return
+        batch = _Batch()
+        for item in items:
+            try:
+                msg = parse_message(item)
+            except BadMessage as bad:
+                batch.parts.append(encode(self._error_obj(bad.id, bad.error.to_error())))
+                events.append(ProtocolViolation(bad.error))
+                continue
+            if isinstance(msg, Request) and msg.method == "initialize":
+                err = InvalidRequest("Invalid Request: 'initialize' must not be part of a batch.")
+                batch.parts.append(encode(self._error_obj(msg.id, err.to_error())))
+                events.append(ProtocolViolation(err))
+                continue
+            self._dispatch(msg, events, batch)
+        batch.receiving = False
+        self._maybe_flush_batch(batch)
+
+    def _dispatch(
+        self,
+        msg: Request | Notification | Response | ErrorResponse,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        if type(msg) is Request:
+            self._on_request(msg, events, batch)
+        elif type(msg) is Notification:
+            self._on_notification(msg, events)
+        elif type(msg) is Response:
+            out = self._outbound.pop(msg.id, None)
+            if out is None:
+                return  # unknown, or cancelled/timed out: ignored (the race is allowed)
+            self._forget_token(out)
+            if out.method == "initialize":
+                self._on_initialize_result(msg.result, events)
+                return
+            events.append(ResponseReceived(msg.id, msg.result))
+        else:
+            assert isinstance(msg, ErrorResponse)
+            if msg.id is None:
+                events.append(ProtocolViolation(InvalidRequest(msg.message, msg.data)))
+                return
+            out = self._outbound.pop(msg.id, None)
+            if out is None:
+                return
+            self._forget_token(out)
+            remote = RemoteError(msg.code, msg.message, msg.data)
+            if out.method == "initialize":
+                self.lifecycle.close()
+                events.append(HandshakeFailed(f"initialize refused: {remote}"))
+                return
+            events.append(ErrorReceived(msg.id, remote))
+
+    def _on_request(self, req: Request, events: list[Event], batch: _Batch | None) -> None:
+        rid, method = req.id, req.method
+        if rid in self._inbound:
+            self._answer_error(
+                rid,
+                InvalidRequest(
+                    f"Invalid Request: request id {rid!r} is already in use by a request that "
+                    "is still in progress; use a new id for every request."
+                ),
+                batch,
+                events,
+            )
+            return
+        params = req.params if req.params is not None else {}
+        if self.role is Role.SERVER and is_modern(params):
+            self._on_modern_request(rid, method, params, events, batch)
+            return
+        lc = self.lifecycle
+        if not lc.peer_may_request(method):
+            if method == "initialize":
+                msg = "Invalid Request: the session is already initialized; 'initialize' is "
+                msg += "sent once per session."
+            elif lc.state is State.NEW:
+                msg = _NOT_INITIALIZED
+            elif lc.state is State.INITIALIZING:
+                msg = _AWAITING_INITIALIZED
+            else:
+                msg = "Invalid Request: the session is closed."
+            self._answer_error(rid, InvalidRequest(msg), batch, events)
+            return
+        if self.role is Role.SERVER:
+            if method == "initialize":
+                self._on_initialize(rid, params, events)
+                return
+            refused = self._server_refuses(method, self.revision)
+            if refused is not None:
+                self._answer_error(rid, refused, batch, events)
+                return
+        else:
+            rev = self.revision
+            if method != "ping" and (rev is None or method not in rev.server_requests):
+                self._answer_error(rid, _method_not_found(method, rev), batch, events)
+                return
+            cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
+            if cap is not None and not has_capability(self.capabilities, cap):
+                self._answer_error(
+                    rid,
+                    MethodNotFound(
+                        f"Method not found: this client does not support '{method}' (no "
+                        f"'{cap}' capability was declared)."
+                    ),
+                    batch,
+                    events,
+                )
+                return
+        meta = params.get("_meta")
+        token = meta.get("progressToken") if type(meta) is dict else None
+        if token is not None and not is_valid_id(token):
+            token = None
+        rec = _Inbound(method, token, None, batch)
+        if batch is not None:
+            batch.pending.add(rid)
+            if batch.key is None:
+                batch.key = rid
+        self._inbound[rid] = rec
+        if self._cancelled:
+            self._cancelled.pop(rid, None)  # the id is live again: answers go to this one
+        if method == "ping":
+            self.send_result(rid, {})
+            return
+        if method == "logging/setLevel" and self.role is Role.SERVER:
+            level = params.get("level")
+            if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
+                self.send_error(
+                    rid,
+                    InvalidParams(
+                        f"Invalid params: unknown log level {level!r}; use one of "
+                        f"{', '.join(LOG_LEVELS)}."
+                    ),
+                )
+                return
+            self.log_level = level
+            self.send_result(rid, {})
+            return
+        events.append(RequestReceived(rid, method, params))
+
+    def _server_refuses(self, method: str, rev: Revision | None) -> MethodNotFound | None:
+        """Server: why ``method`` cannot be served in ``rev`` (unknown there, or gated by a
+        capability this server did not declare), or None."""
+        if rev is not None and method not in rev.client_requests:
+            return _method_not_found(method, rev)
+        cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+        if cap is not None and not has_capability(self.capabilities, cap):
+            return MethodNotFound(
+                f"Method not found: '{method}' is not offered by this server (it does "
+                f"not declare the '{cap}' capability)."
+            )
+        return None
+
+    def _on_modern_request(
+        self,
+        rid: RequestId,
+        method: str,
+        params: JSONObject,
+        events: list[Event],
+        batch: _Batch | None,
+    ) -> None:
+        """A stateless (2026-07-28) request: judged on its own ``_meta``, whatever the
+        connection's handshake state."""
+        try:
+            meta = read_meta(params, self.modern_versions)
+        except ProtocolError as exc:
+            self._answer_error(rid, exc, batch, events)
+            return
+        assert meta is not None
+        rev = meta.revision
+        refused = self._server_refuses(method, rev)
+        if refused is not None:
+            self._answer_error(rid, refused, batch, events)
+            return
+        token = params["_meta"].get("progressToken")
+        if token is not None and not is_valid_id(token):
+            token = None
+        self._inbound[rid] = _Inbound(method, token, None, batch, meta)
+        if self._cancelled:
+            self._cancelled.pop(rid, None)
+        if batch is not None:
+            batch.pending.add(rid)
+        if method == "server/discover":
+            discover: JSONObject = {
+                "supportedVersions": list(self.modern_versions),
+                "capabilities": compat.server_capabilities(self.capabilities, rev),
+            }
+            if self.instructions:
+                discover["instructions"] = self.instructions
+            self.send_result(rid, discover)
+            return
+        events.append(RequestReceived(rid, method, params, meta))
+
+    def _on_notification(self, note: Notification, events: list[Event]) -> None:
+        method = note.method
+        params = note.params if note.params is not None else {}
+        if method == "notifications/cancelled":
+            rid = params.get("requestId")
+            if not is_valid_id(rid):
+                return
+            assert isinstance(rid, str | int)
+            rec = self._inbound.get(rid)
+            if rec is None or rec.method == "initialize":
+                return  # unknown, finished or uncancellable: ignored
+            del self._inbound[rid]
+            self._remember_cancelled(rid)
+            if rec.batch is not None:
+                rec.batch.pending.discard(rid)
+                self._maybe_flush_batch(rec.batch)
+            reason = params.get("reason")
+            events.append(CancelRequested(rid, reason if isinstance(reason, str) else None))
+            return
+        if method == "notifications/progress":
+            token = params.get("progressToken")
+            progress = params.get("progress")
+            if not is_valid_id(token) or type(progress) not in (int, float):
+                return
+            assert isinstance(token, str | int)
+            target = self._progress_tokens.get(token)
+            if target is None:
+                return
+            total = params.get("total")
+            message = params.get("message")
+            events.append(
+                ProgressReceived(
+                    target,
+                    float(progress),  # type: ignore[arg-type]
+                    float(total) if type(total) in (int, float) else None,  # type: ignore[arg-type]
+                    message if isinstance(message, str) else None,
+                )
+            )
+            return
+        if method == "notifications/initialized":
+            if self.role is Role.SERVER and self.lifecycle.advance(
+                "recv:notifications/initialized"
+            ):
+                events.append(SessionReady())
+            return
+        if self.lifecycle.state is State.NEW and (self.revision is None
+                                                  or self.revision.stateful):
+            return  # nothing but the handshake means anything yet (stateless: no handshake)
+        events.append(NotificationReceived(method, params))
+
+
+def _method_not_found(method: str, rev: Revision | None) -> MethodNotFound:
+    where = f" in protocol revision {rev.version}" if rev else ""
+    return MethodNotFound(f"Method not found: '{method}' does not exist{where}.")
+

@@ -1,0 +1,124 @@
+"""Our requests to the peer: one job of a ``Connection``.
+
+A request gets the next integer id and is tracked until its answer arrives (matched in
+``inbound``), it is cancelled, or the connection ends. Sending is gated: by the
+handshake state (``LocalProtocolError`` when too early), by the negotiated revision's
+method set and by the peer's declared capabilities (``CapabilityNotSupported``). A
+progress token names one request at a time.
+"""
+
+from __future__ import annotations
+
+from .conn_base import ConnectionBase, _Outbound
+from .errors import CapabilityNotSupported, LocalProtocolError
+from .events import Outgoing
+from .jsonrpc import JSONObject, RequestId, encode
+from .jsonrpc import notification as notification_msg
+from .jsonrpc import request as request_msg
+from .lifecycle import Role
+from .methods import (
+    CLIENT_CAPABILITY_FOR_REQUEST,
+    SERVER_CAPABILITY_FOR_REQUEST,
+    has_capability,
+)
+from .versions import REVISIONS
+
+
+class Requesting(ConnectionBase):
+    """Sending, cancelling and forgetting our requests (see the module docstring)."""
+
+    __slots__ = ()
+
+    def send_request(
+        self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
+    ) -> RequestId:
+        """Queue a request to the peer; returns its id.
+
+        Raises ``CapabilityNotSupported`` if the negotiated revision lacks ``method`` or
+        the peer did not declare the capability it needs, and ``LocalProtocolError`` if
+        the handshake does not allow it yet or its progress token is already in use.
+        """
+        rev = self.revision
+        stateless = self.role is Role.CLIENT and rev is not None and not rev.stateful
+        if not stateless and not self.lifecycle.may_request(method):
+            raise LocalProtocolError(
+                f"cannot send {method!r} in handshake state {self.state.value}"
+            )
+        if self.role is Role.SERVER:
+            if method != "ping" and (rev is None or method not in rev.server_requests):
+                raise CapabilityNotSupported(
+                    f"'{method}' does not exist in protocol revision "
+                    f"{rev.version if rev else '(none)'}"
+                )
+            cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
+        else:
+            if method not in ("ping", "initialize") and (
+                rev is None or method not in rev.client_requests
+            ):
+                raise CapabilityNotSupported(f"'{method}' does not exist in this revision")
+            cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+            if cap == "completions" and rev is not None and not rev.has("completions_capability"):
+                cap = None  # no such flag before 2025-03-26: the server may say METHOD_NOT_FOUND
+        if cap is not None and not has_capability(self.peer_capabilities, cap):
+            raise CapabilityNotSupported(
+                f"the peer did not declare the '{cap}' capability needed for '{method}'"
+            )
+        return self._send_request(method, params, related)
+
+    def _send_request(
+        self, method: str, params: JSONObject | None, related: RequestId | None
+    ) -> RequestId:
+        token = None
+        if params:
+            meta = params.get("_meta")
+            if isinstance(meta, dict):
+                token = meta.get("progressToken")
+                if token is not None and token in self._progress_tokens:
+                    raise LocalProtocolError(f"progress token {token!r} is already in use")
+        self._next_id += 1
+        rid = self._next_id
+        if token is not None:
+            self._progress_tokens[token] = rid
+        self._outbound[rid] = _Outbound(method, token)
+        if method == "initialize":
+            self.lifecycle.advance("send:initialize")
+        self._outbox.append(Outgoing(encode(request_msg(rid, method, params)), related))
+        return rid
+
+    def use_stateless(self, version: str) -> None:
+        """Client: speak the stateless revision ``version`` (no handshake; every request
+        carries ``_meta``, added by the caller); ``peer_capabilities`` come from
+        ``server/discover``."""
+        self.revision = REVISIONS[version]
+
+    def use_stateful(self) -> None:
+        """Client: back to the handshake era (after a probe found a legacy server)."""
+        self.revision = None
+
+    def cancel_request(self, rid: RequestId, reason: str | None = None) -> bool:
+        """Cancel our pending request ``rid``: notify the peer, ignore any late answer.
+
+        False (nothing sent) when ``rid`` is no longer pending, which races with its
+        answer and is not an error, or is ``initialize``, which must not be cancelled."""
+        out = self._outbound.get(rid)
+        if out is None or out.method == "initialize":
+            return False
+        del self._outbound[rid]
+        self._forget_token(out)
+        params: JSONObject = {"requestId": rid}
+        if reason:
+            params["reason"] = reason
+        self._outbox.append(Outgoing(encode(notification_msg("notifications/cancelled", params))))
+        return True
+
+    def fail_pending(self) -> list[RequestId]:
+        """Forget every pending outbound request (the connection is gone); return their ids."""
+        ids = list(self._outbound)
+        self._outbound.clear()
+        self._progress_tokens.clear()
+        self.lifecycle.close()
+        return ids
+
+    def _forget_token(self, out: _Outbound) -> None:
+        if out.progress_token is not None:
+            self._progress_tokens.pop(out.progress_token, None)
