@@ -96,7 +96,7 @@ class Answering(ConnectionBase):
         if meta is not None:
             mrev = meta.revision
             value = stamp(rec.method, compat.result(rec.method, value, mrev), mrev,
-                          self._modern_info(mrev), self.cache_ttl_ms, self.cache_scope)
+                          self._stateless_info(mrev), self.cache_ttl_ms, self.cache_scope)
         else:
             rev = self.revision
             if rev is not None and rev.version != LATEST_STATEFUL:
@@ -105,7 +105,7 @@ class Answering(ConnectionBase):
         self._deliver(rid, rec, data)
         return True
 
-    def _modern_info(self, rev: Revision) -> JSONObject:
+    def _stateless_info(self, rev: Revision) -> JSONObject:
         info = self._info_cache.get(rev.version)
         if info is None:
             info = self._info_cache[rev.version] = compat.implementation(self.info, rev)
@@ -185,7 +185,7 @@ class Answering(ConnectionBase):
             )
         rec = self._inbound.get(related) if related is not None else None
         if rec is not None and rec.meta is not None:
-            # modern: only for a request that asked for logs, at its own level
+            # stateless: only for a request that asked for logs, at its own level
             threshold = rec.meta.log_level
             if threshold is None or LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[threshold]:
                 return False

@@ -43,7 +43,7 @@ class _Inbound(Record):
         self.progress_token = progress_token
         self.last_progress = last_progress
         self.batch = batch
-        self.meta = meta  # a modern (stateless) request's own metadata
+        self.meta = meta  # a stateless (2026-07-28) request's own metadata
 
 
 class _Batch(Record):
@@ -99,12 +99,12 @@ class ConnectionBase:
         "instructions",
         "lifecycle",
         "log_level",
-        "modern_versions",
         "peer_capabilities",
         "peer_info",
         "peer_instructions",
         "revision",
         "role",
+        "stateless_versions",
         "versions",
     )
 
@@ -137,8 +137,8 @@ class ConnectionBase:
         self._progress_tokens: dict[str | int, RequestId] = {}
         self._next_id = 0
         self._latest = max(versions)
-        self.modern_versions: tuple[str, ...] = STATELESS_VERSIONS  # served per request
-        self.cache_ttl_ms = 0  # caching hints on modern list/read/discover results
+        self.stateless_versions: tuple[str, ...] = STATELESS_VERSIONS  # served per request
+        self.cache_ttl_ms = 0  # caching hints on stateless list/read/discover results
         self.cache_scope = "private"
         self._info_cache: dict[str, JSONObject] = {}
 

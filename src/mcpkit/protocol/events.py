@@ -28,7 +28,7 @@ class RequestReceived(Record):
         self.id = id
         self.method = method
         self.params = params
-        self.meta = meta  # set for a modern (2026-07-28) request
+        self.meta = meta  # set for a stateless (2026-07-28) request
 
 
 class NotificationReceived(Record):

@@ -58,7 +58,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
-from .stateless import is_modern, read_meta
+from .stateless import is_stateless_request, read_meta
 from .versions import Revision
 
 _NOT_INITIALIZED = (
@@ -205,8 +205,8 @@ class Receiving(Handshake):
             )
             return
         params = req.params if req.params is not None else {}
-        if self.role is Role.SERVER and is_modern(params):
-            self._on_modern_request(rid, method, params, events, batch)
+        if self.role is Role.SERVER and is_stateless_request(params):
+            self._on_stateless_request(rid, method, params, events, batch)
             return
         lc = self.lifecycle
         if not lc.peer_may_request(method):
@@ -290,7 +290,7 @@ class Receiving(Handshake):
             )
         return None
 
-    def _on_modern_request(
+    def _on_stateless_request(
         self,
         rid: RequestId,
         method: str,
@@ -301,7 +301,7 @@ class Receiving(Handshake):
         """A stateless (2026-07-28) request: judged on its own ``_meta``, whatever the
         connection's handshake state."""
         try:
-            meta = read_meta(params, self.modern_versions)
+            meta = read_meta(params, self.stateless_versions)
         except ProtocolError as exc:
             self._answer_error(rid, exc, batch, events)
             return
@@ -321,7 +321,7 @@ class Receiving(Handshake):
             batch.pending.add(rid)
         if method == "server/discover":
             discover: JSONObject = {
-                "supportedVersions": list(self.modern_versions),
+                "supportedVersions": list(self.stateless_versions),
                 "capabilities": compat.server_capabilities(self.capabilities, rev),
             }
             if self.instructions:

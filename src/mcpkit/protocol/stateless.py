@@ -1,6 +1,6 @@
 """The stateless revision (2026-07-28): per-request ``_meta``, result stamping, MRTR state.
 
-A request is *modern* when ``params._meta`` names ``io.modelcontextprotocol/protocolVersion``;
+A request is *stateless* when ``params._meta`` names ``io.modelcontextprotocol/protocolVersion``;
 it is then served on its own terms, whatever else happened on the connection. This module
 checks such a request's metadata, stamps results (``resultType``, ``serverInfo``,
 caching hints), and seals/opens ``requestState`` with an HMAC so a client can carry a
@@ -42,7 +42,7 @@ MRTR_METHODS: Final = frozenset({"tools/call", "prompts/get", "resources/read"})
 
 @dataclass(slots=True, frozen=True)
 class RequestMeta:
-    """What a modern request says about itself."""
+    """What a stateless request says about itself."""
 
     revision: Revision
     client_capabilities: dict[str, Any]
@@ -50,14 +50,16 @@ class RequestMeta:
     log_level: str | None
 
 
-def is_modern(params: Any) -> bool:
+def is_stateless_request(params: Any) -> bool:
+    """Whether a request's params mark it as a 2026-07-28 request (its ``_meta`` names the
+    protocol version); such a request is served on its own terms, with no handshake."""
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and PROTOCOL_VERSION in meta
 
 
 def read_meta(params: dict[str, Any],
               supported: tuple[str, ...] | None = STATELESS_VERSIONS) -> RequestMeta | None:
-    """Check a modern request's ``_meta``: -32602 for missing or malformed fields, then
+    """Check a stateless request's ``_meta``: -32602 for missing or malformed fields, then
     -32022 for a version we do not serve (with the supported list). With ``supported``
     None only the fields are checked (and None is returned)."""
     meta = params.get("_meta")

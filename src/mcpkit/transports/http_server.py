@@ -40,7 +40,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.sse import encode_event
-from ..protocol.stateless import is_modern
+from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, Session
 from ..storage.events import EventStore, MemoryEventStore
@@ -351,11 +351,11 @@ class StreamableHTTPApp:
                           code=PARSE_ERROR) from None
         messages = obj if isinstance(obj, list) else [obj]
         if isinstance(obj, dict) and (
-            is_modern(obj.get("params")) or (
+            is_stateless_request(obj.get("params")) or (
                 "mcp-session-id" not in headers and obj.get("method") != "initialize")
         ):
             # 2026-07-28: self-describing requests (and any session-less request, which
-            # is judged by the modern rules: missing _meta -> -32602)
+            # is judged by the stateless rules: missing _meta -> -32602)
             await serve_stateless(self, obj, headers, send, receive)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
