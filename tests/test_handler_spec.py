@@ -9,16 +9,18 @@ worker thread; unresolvable hints are reported at registration.
 
 from __future__ import annotations
 
+import contextvars
 import functools
 import threading
 from typing import Annotated, Any, Optional
 
 import anyio
+import anyio.lowlevel
 import pytest
 
-from mcpkit import Context, Server
+from mcpkit import Context, Server, ToolError
 from mcpkit.client import Client
-from mcpkit.server.handler import HandlerSpec, is_context_type
+from mcpkit.server.handler import HandlerSpec, is_context_type, never_waits
 
 pytestmark = pytest.mark.anyio
 LIMIT = 10
@@ -188,3 +190,133 @@ async def test_fixed_value_resources_are_read_without_a_thread_hop(
             assert text.contents[0].text == "static text"  # type: ignore[union-attr]
             blob = await client.read_resource("t://blob")
             assert blob.contents[0].blob == "AAE="  # type: ignore[union-attr]
+
+
+# ---------------------------------------------------------------- functions that never wait
+
+CALLS = contextvars.ContextVar("CALLS", default=0)
+
+
+async def _no_await(x: int) -> int:
+    return x + 1
+
+
+async def _awaits(x: int) -> int:
+    await anyio.lowlevel.checkpoint()
+    return x
+
+
+async def _async_for(x: int) -> int:
+    async for _ in _agen():
+        pass
+    return x
+
+
+async def _async_with(x: int) -> int:
+    async with anyio.Lock():
+        return x
+
+
+async def _agen() -> Any:
+    yield 1
+
+
+async def _defines_an_awaiting_helper(x: int) -> int:
+    async def helper() -> None:  # its own code object; never awaited here
+        await anyio.lowlevel.checkpoint()
+
+    del helper
+    return x
+
+
+def test_never_waits_is_judged_from_the_functions_own_code() -> None:
+    assert never_waits(_no_await)
+    assert never_waits(_defines_an_awaiting_helper)
+    for fn in (_awaits, _async_for, _async_with):
+        assert not never_waits(fn), fn
+    assert not never_waits(lambda x: x)  # not a coroutine function
+    assert not never_waits(_agen)  # an async generator
+    assert not never_waits(functools.partial(_no_await, 1))  # wrapped: not judged
+
+    class AsyncCallable:
+        async def __call__(self, x: int) -> int:
+            return x
+
+    assert not never_waits(AsyncCallable())
+    assert HandlerSpec(_no_await).never_waits and not HandlerSpec(_awaits).never_waits
+
+
+def _inline_server() -> Server:
+    server = Server("inline")
+
+    @server.tool
+    async def bump(x: int) -> int:
+        """Never waits: answered inline."""
+        CALLS.set(CALLS.get() + 1)  # must not leak into the next call's context
+        return x + CALLS.get()
+
+    @server.tool
+    async def refuse(x: int) -> int:
+        """Never waits, fails for the model."""
+        raise ToolError(f"{x} is not allowed; pick another number.")
+
+    @server.tool
+    async def crash(x: int) -> int:
+        """Never waits, has a bug."""
+        raise KeyError("secret detail")
+
+    @server.tool
+    async def waits(x: int) -> int:
+        """Waits once: runs in a task."""
+        await anyio.lowlevel.checkpoint()
+        return x
+
+    return server
+
+
+@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # counts asyncio tasks
+async def test_a_tool_that_never_waits_is_answered_without_a_task(
+        caplog: pytest.LogCaptureFixture) -> None:
+    import asyncio
+
+    loop = asyncio.get_running_loop()
+    created: list[str] = []
+    original = loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
+        created.append(getattr(coro, "__qualname__", repr(coro)))
+        if original is not None:
+            return original(loop, coro, **kw)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    with anyio.fail_after(LIMIT):
+        async with Client(_inline_server()) as client:
+            loop.set_task_factory(counting)
+            try:
+                for i in range(3):
+                    res = await client.call_tool("bump", {"x": i})
+                    assert not res.is_error and res.structured_content == {"result": i + 1}
+                handler_tasks = [n for n in created if "_run_handler" in n]
+                assert handler_tasks == [], created
+                res = await client.call_tool("waits", {"x": 5})
+                assert res.structured_content == {"result": 5}
+                assert [n for n in created if "_run_handler" in n], created
+            finally:
+                loop.set_task_factory(original)
+            res = await client.call_tool("refuse", {"x": 4})
+            assert res.is_error and res.text == "4 is not allowed; pick another number."
+            with caplog.at_level("ERROR", logger="mcpkit"):
+                res = await client.call_tool("crash", {"x": 1})
+            assert res.is_error and "failed unexpectedly (KeyError)" in res.text
+            assert "secret detail" not in res.text
+            assert any("crash" in r.getMessage() and r.exc_info for r in caplog.records)
+    assert CALLS.get() == 0
+
+
+async def test_a_tool_that_never_waits_in_the_stateless_revision() -> None:
+    with anyio.fail_after(LIMIT):
+        async with Client(_inline_server(), mode="stateless") as client:
+            res = await client.call_tool("bump", {"x": 1})
+            assert not res.is_error and res.structured_content == {"result": 2}
+            res = await client.call_tool("refuse", {"x": 2})
+            assert res.is_error

@@ -58,7 +58,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
-from .stateless import is_stateless_request, read_meta
+from .stateless import PROTOCOL_VERSION, read_meta
 from .versions import Revision
 
 _NOT_INITIALIZED = (
@@ -205,8 +205,9 @@ class Receiving(Handshake):
             )
             return
         params = req.params if req.params is not None else {}
-        if self.role is Role.SERVER and is_stateless_request(params):
-            self._on_stateless_request(rid, method, params, events, batch)
+        meta = params.get("_meta")
+        if type(meta) is dict and self.role is Role.SERVER and PROTOCOL_VERSION in meta:
+            self._on_stateless_request(rid, method, params, events, batch)  # 2026-07-28
             return
         lc = self.lifecycle
         if not lc.peer_may_request(method):
@@ -246,7 +247,6 @@ class Receiving(Handshake):
                     events,
                 )
                 return
-        meta = params.get("_meta")
         token = meta.get("progressToken") if type(meta) is dict else None
         if token is not None and not is_valid_id(token):
             token = None

@@ -19,12 +19,18 @@ class Role(Enum):
     CLIENT = "client"
     SERVER = "server"
 
+    # Members are singletons compared by identity: hash them by identity too (Enum's own
+    # __hash__ is Python code, and these are table keys on every message).
+    __hash__ = object.__hash__
+
 
 class State(Enum):
     NEW = "new"  # nothing exchanged yet
     INITIALIZING = "initializing"  # initialize sent/answered, initialized not yet sent/seen
     READY = "ready"  # normal operation
     CLOSED = "closed"
+
+    __hash__ = object.__hash__  # see Role
 
 
 # {role: {state: {event: next_state}}}: the events that move the handshake forward.

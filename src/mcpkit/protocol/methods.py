@@ -63,6 +63,11 @@ LOG_LEVEL_RANK: Final = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 def has_capability(capabilities: dict[str, Any] | None, path: str) -> bool:
     """Whether ``capabilities`` declares the dotted capability ``path``."""
+    if "." not in path:  # the common case: a top-level capability such as "tools"
+        if not isinstance(capabilities, dict):
+            return False
+        value = capabilities.get(path, False)
+        return value is not None and value is not False
     node: Any = capabilities
     parts = path.split(".")
     for i, part in enumerate(parts):

@@ -542,8 +542,12 @@ class Server:
             }
 
     def _maybe_mrtr(self, event: RequestReceived, ctx: Context,
-                    work: Coroutine[Any, Any, JSON]) -> HandlerResult:
-        return work if event.meta is None else self._mrtr(event, ctx, work)
+                    work: JSON | Coroutine[Any, Any, JSON]) -> HandlerResult:
+        """A stateless request's handler may ask for client input (``InputRequired``);
+        ``work`` already answered (a dict) never did: it could not wait for one."""
+        if event.meta is None or isinstance(work, dict):
+            return work
+        return self._mrtr(event, ctx, work)
 
     def _page(self, event: RequestReceived, items: list[JSON], key: str) -> JSON:
         cursor = event.params.get("cursor")

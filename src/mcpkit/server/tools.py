@@ -11,7 +11,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol.errors import (
@@ -124,43 +124,60 @@ class Tool:
         )
         return error_result(text)
 
-    async def call(self, arguments: JSON, ctx: Context) -> JSON:
-        """Run the tool on validated ``arguments``; always returns a ``CallToolResult``."""
+    def call(self, arguments: JSON, ctx: Context) -> JSON | Coroutine[Any, Any, JSON]:
+        """Run the tool on validated ``arguments``: a ``CallToolResult`` now when its
+        function cannot wait (``HandlerSpec.never_waits``: answered without a task),
+        otherwise a coroutine that produces it."""
         try:
             kwargs = self.signature.convert(arguments)
         except Exception as exc:
             return error_result(
                 f"Invalid arguments for tool '{self.name}': {_short(exc)}. Fix them and retry."
             )
+        if not self.spec.never_waits:
+            return self._call(kwargs, ctx)
+        try:
+            value = self.spec.invoke_now(kwargs, ctx)
+        except (InputRequired, ProtocolError):
+            raise  # MRTR input request / a protocol error such as -32021: not tool failures
+        except Exception as exc:
+            return self._failure(exc)
+        return self.build_result(value)
+
+    async def _call(self, kwargs: dict[str, Any], ctx: Context) -> JSON:
         try:
             value = await self.spec.invoke(kwargs, ctx)
         except (InputRequired, ProtocolError):
-            raise  # MRTR input request / a protocol error such as -32021: not tool failures
-        except ToolError as exc:
+            raise
+        except Exception as exc:
+            return self._failure(exc)
+        return self.build_result(value)
+
+    def _failure(self, exc: Exception) -> JSON:
+        """The ``isError`` result for an exception the tool's function raised."""
+        if isinstance(exc, ToolError):
             return error_result(str(exc) or f"The tool '{self.name}' failed.")
-        except CapabilityNotSupported as exc:  # mcpkit's own words about this session
+        if isinstance(exc, CapabilityNotSupported):  # mcpkit's own words about this session
             log.info("tool %r needs what this session lacks: %s", self.name, exc)
             return error_result(
                 f"The tool '{self.name}' cannot run in this session: {exc}. Retrying will not "
                 "help; it needs a client that supports this feature."
             )
-        except RemoteError as exc:  # the client refused a request the tool made
+        if isinstance(exc, RemoteError):  # the client refused a request the tool made
             return error_result(
                 f"The tool '{self.name}' could not finish: the client answered its request "
                 f"with an error ({exc.message}). Ask the user before retrying."
             )
-        except RequestTimeout:
+        if isinstance(exc, RequestTimeout):
             return error_result(
                 f"The tool '{self.name}' could not finish: the client did not answer its "
                 "request in time. Try again when the user is available."
             )
-        except Exception as exc:
-            log.exception("tool %r raised", self.name)
-            return error_result(
-                f"The tool '{self.name}' failed unexpectedly ({type(exc).__name__}). The "
-                "details were logged on the server; try different arguments or try again later."
-            )
-        return self.build_result(value)
+        log.error("tool %r raised", self.name, exc_info=exc)
+        return error_result(
+            f"The tool '{self.name}' failed unexpectedly ({type(exc).__name__}). The "
+            "details were logged on the server; try different arguments or try again later."
+        )
 
     def build_result(self, value: Any) -> JSON:
         """``CallToolResult`` for a return value: structured when an outputSchema exists."""

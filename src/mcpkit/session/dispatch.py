@@ -299,7 +299,9 @@ class Session:
             log.exception("internal error while processing input; the input was dropped")
         finally:
             self._feeding = False
-        self._output.wake(False)
+        # Nothing in flight: every answer of this input is queued, write now; otherwise
+        # let the output coalesce with what running handlers produce this loop turn.
+        self._output.wake(not self._handles)
 
     def _fail_waiters(self) -> None:
         self.conn.fail_pending()
