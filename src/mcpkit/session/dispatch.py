@@ -254,12 +254,20 @@ class Session:
         return rid in self._handles
 
     def spawn(self, fn: Callable[[], Coroutine[Any, Any, None]]) -> None:
-        """Run a helper of the transport's (``fn()``) until it ends or the session closes."""
+        """Run a helper of the transport's (``fn()``) until it ends or the session closes;
+        an exception it raises is logged (nothing else awaits it)."""
+
+        async def guarded() -> None:
+            try:
+                await fn()
+            except Exception:
+                log.exception("session helper %r failed", fn)
+
         loop = self._asyncio_loop
         if loop is not None:
-            self._track(loop.create_task(fn()))
+            self._track(loop.create_task(guarded()))
         elif self._tg is not None:
-            self._tg.start_soon(fn)
+            self._tg.start_soon(guarded)
         else:
             raise RuntimeError("Session.spawn before attach()")
 
@@ -335,13 +343,16 @@ class Session:
         for rid, handle in list(self._handles.items()):
             self._cancel(rid, handle)
         tasks = list(self._tasks or ())
+        for task in tasks:
+            task.cancel()  # (a finished one ignores it)
         if tasks:
+            cancelled = anyio.get_cancelled_exc_class()
             with anyio.CancelScope(shield=True):
                 for task in tasks:
                     try:
                         await task
-                    except BaseException:  # it ended; a failure was logged by its task
-                        pass
+                    except cancelled:
+                        pass  # it stopped, as asked (helpers log their own failures)
 
     # ------------------------------------------------------------------ events
 
