@@ -14,7 +14,8 @@ import sys
 from pathlib import Path
 
 HEAVY = ("uvicorn", "starlette", "httpx", "pydantic", "jsonschema_rs", "fastjsonschema",
-         "mcpkit.check", "mcpkit.client", "mcpkit.transports.http_server", "hmac", "secrets")
+         "mcpkit.check", "mcpkit.client", "mcpkit.transports.http_server", "hmac", "secrets",
+         "anyio.from_thread")
 
 SERVER = '''
 import atexit, json, sys

@@ -27,7 +27,6 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 import anyio
-import anyio.from_thread
 import anyio.lowlevel
 
 from ..protocol.connection import (
@@ -509,6 +508,8 @@ class Session:
         if self._closed:
             return False
         if self._loop_thread is not None and threading.get_ident() != self._loop_thread:
+            import anyio.from_thread  # only a worker thread needs it: off the start-up path
+
             try:
                 return anyio.from_thread.run_sync(
                     functools.partial(self.notify, method, params, related=related),
