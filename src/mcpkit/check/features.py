@@ -25,7 +25,9 @@ from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint import ProvokedError, ToolCall
 from .rules import finding
 from .schemas import check_instance
-from .wire import CHECKER_INFO, Channel, HttpChannel, Reply, StdioChannel, dump
+from .wire import CHECKER_INFO, Channel, Reply, dump
+from .wire_http import HttpChannel
+from .wire_stdio import StdioChannel
 
 MAX_PAGES = 50
 MAX_TOOLS_CALLED = 20

@@ -31,7 +31,8 @@ from .model import Verdict
 from .rules import finding
 from .stateful import FOREIGN_ORIGIN, UNKNOWN_VERSION
 from .target import Target
-from .wire import CHECKER_INFO, HttpChannel, Reply, WireLog
+from .wire import CHECKER_INFO, Reply, WireLog
+from .wire_http import HttpChannel
 
 MODERN_ERRORS = frozenset({-32020, -32021, -32022})
 
