@@ -45,15 +45,10 @@ class StdioChannel(Channel):
         self._answers: dict[Any, Any] = {}
         self._orphans: list[Any] = []
         self._orphan_event = anyio.Event()
-        self._seen = 0
         self._eof = anyio.Event()
         self._pending_text = b""
         self._pending_lines = 0
         self.start_error: str | None = None
-
-    @classmethod
-    def parse_command(cls, command: str) -> list[str]:
-        return shlex.split(command)
 
     async def __aenter__(self) -> StdioChannel:
         self._stderr = tempfile.TemporaryFile()
@@ -91,10 +86,6 @@ class StdioChannel(Channel):
         size = self._stderr.tell()
         self._stderr.seek(max(0, size - limit))
         return self._stderr.read().decode("utf-8", "replace")
-
-    @property
-    def alive(self) -> bool:
-        return self._proc is not None and not self._eof.is_set()
 
     async def _reader(self) -> None:
         assert self._proc is not None
