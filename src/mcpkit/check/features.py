@@ -22,7 +22,7 @@ from ..protocol.versions import V2026_07_28
 from ..transports.http_client import header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
-from .lint import ProvokedError, ToolCall
+from .lint_input import ProvokedError, ToolCall
 from .rules import finding
 from .schemas import check_instance
 from .wire import CHECKER_INFO, Channel, Reply, dump
