@@ -268,7 +268,7 @@ async def probe_tools(sp: Speaker, facts: Facts, mode: str) -> None:
 
 async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None:
     era = facts.era
-    modern = (facts.revision or "") >= "2025-11-25"
+    tool_error_required = (facts.revision or "") >= "2025-11-25"
     verdicts: list[tuple[str, str, str]] = []  # (verdict, message, evidence)
     candidates = _tools_to_call(facts, mode)
     for tool in candidates:
@@ -297,7 +297,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
             msg = str(reply.error.get("message") if isinstance(reply.error, dict) else reply.error)
             facts.provoked.append(ProvokedError(
                 f"invalid arguments for {name}", msg, (param,), reply.evidence))
-            if modern:
+            if tool_error_required:
                 verdicts.append((
                     "fail",
                     f"{name}: invalid arguments answered with JSON-RPC error {reply.error_code}; "
