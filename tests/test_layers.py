@@ -14,16 +14,22 @@ or from a lower floor. It may not import upwards, and components that share a fl
 import each other (server must not import client; transports must not import auth).
 ``mcpkit/__init__.py`` is the public surface and may import anything.
 
-Every import counts: module level, inside functions, under ``if TYPE_CHECKING:``,
-relative imports (resolved against the importing module), and
+For the layer rule every import counts: module level, inside functions, under
+``if TYPE_CHECKING:``, relative imports (resolved against the importing module), and
 ``importlib.import_module("mcpkit...")`` / ``__import__`` with a literal name.
 Each violation is reported as ``path:line: message``.
+
+No runtime import circle either: :func:`test_no_runtime_import_cycle` says which imports
+make the graph and how a package ``__init__`` that re-exports its submodules counts.
 """
 
 from __future__ import annotations
 
 import ast
+import itertools
 import sys
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -73,6 +79,26 @@ def _resolve_relative(importer: str, is_package: bool, level: int, module: str |
     return ".".join([*base, module] if module else base)
 
 
+def _from_base(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    """The absolute module a ``from ... import`` names, relative ones resolved."""
+    if node.level:
+        return _resolve_relative(importer, is_package, node.level, node.module)
+    return node.module or ""
+
+
+def _literal_import(call: ast.Call) -> str | None:
+    """The name in ``importlib.import_module("...")`` / ``__import__("...")``, else None."""
+    if not (call.args and isinstance(call.args[0], ast.Constant)):
+        return None
+    name, func = call.args[0].value, call.func
+    if isinstance(name, str) and (
+        (isinstance(func, ast.Name) and func.id in ("__import__", "import_module"))
+        or (isinstance(func, ast.Attribute) and func.attr == "import_module")
+    ):
+        return name
+    return None
+
+
 def imports_of(path: Path, src: Path) -> list[Import]:
     """Every module ``path`` imports, resolved to absolute names, with line numbers."""
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
@@ -83,10 +109,7 @@ def imports_of(path: Path, src: Path) -> list[Import]:
         if isinstance(node, ast.Import):
             found += [Import(alias.name, node.lineno) for alias in node.names]
         elif isinstance(node, ast.ImportFrom):
-            if node.level:
-                base = _resolve_relative(importer, is_package, node.level, node.module)
-            else:
-                base = node.module or ""
+            base = _from_base(node, importer, is_package)
             if base != PACKAGE:
                 found.append(Import(base, node.lineno))
             # `from pkg import name` may import a submodule `pkg.name`: count it as such
@@ -95,20 +118,8 @@ def imports_of(path: Path, src: Path) -> list[Import]:
                 for alias in node.names:
                     if alias.name != "*":
                         found.append(Import(f"{base}.{alias.name}", node.lineno))
-        elif (
-            isinstance(node, ast.Call)
-            and node.args
-            and isinstance(node.args[0], ast.Constant)
-            and isinstance(node.args[0].value, str)
-            and (
-                (
-                    isinstance(node.func, ast.Name)
-                    and node.func.id in ("__import__", "import_module")
-                )
-                or (isinstance(node.func, ast.Attribute) and node.func.attr == "import_module")
-            )
-        ):
-            found.append(Import(node.args[0].value, node.lineno))
+        elif isinstance(node, ast.Call) and (name := _literal_import(node)) is not None:
+            found.append(Import(name, node.lineno))
     return found
 
 
@@ -207,6 +218,106 @@ def check_tree(src: Path) -> list[str]:
     return problems
 
 
+# ---------------------------------------------------------------------------- import circles
+
+
+def _is_type_checking(test: ast.expr) -> bool:
+    """``TYPE_CHECKING`` or ``typing.TYPE_CHECKING``: the test of a block that never runs."""
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def _load_time_nodes(tree: ast.Module) -> Iterator[ast.AST]:
+    """The nodes of a module that run when it is imported: everything but functions,
+    lambdas and ``if TYPE_CHECKING:`` blocks (whose ``else:`` does run, and is kept)."""
+    todo: list[ast.AST] = [tree]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            continue
+        if isinstance(node, ast.If) and _is_type_checking(node.test):
+            todo += node.orelse
+            continue
+        yield node
+        todo += ast.iter_child_nodes(node)
+
+
+def runtime_imports(path: Path, src: Path, modules: set[str]) -> dict[str, int]:
+    """The ``modules`` that ``path`` imports when it loads -> the line of the first import
+    (:func:`test_no_runtime_import_cycle` says what counts as an edge)."""
+    importer = module_name(path, src)
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: dict[str, int] = {}
+
+    def add(module: str, line: int) -> None:
+        if module in modules and module != importer:
+            found[module] = min(line, found.get(module, line))
+
+    for node in _load_time_nodes(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                add(alias.name, node.lineno)
+        elif isinstance(node, ast.ImportFrom):
+            base = _from_base(node, importer, path.name == "__init__.py")
+            for alias in node.names:
+                submodule = f"{base}.{alias.name}"
+                add(submodule if submodule in modules else base, node.lineno)
+        elif isinstance(node, ast.Call) and (name := _literal_import(node)) is not None:
+            add(name, node.lineno)
+    return dict(sorted(found.items()))
+
+
+def import_graph(src: Path) -> dict[str, dict[str, str]]:
+    """Every mcpkit module -> the mcpkit modules it imports at load time, each with the
+    ``path:line`` of that import."""
+    paths = {module_name(p, src): p for p in sorted((src / PACKAGE).rglob("*.py"))}
+    graph: dict[str, dict[str, str]] = {}
+    for module, path in paths.items():
+        rel = path.relative_to(src.parent)
+        graph[module] = {
+            target: f"{rel}:{line}"
+            for target, line in runtime_imports(path, src, set(paths)).items()
+        }
+    return graph
+
+
+def _shortest_cycle(graph: Mapping[str, Iterable[str]], start: str) -> list[str]:
+    """The shortest circle through ``start`` as ``[start, ..., start]``; empty if none."""
+    previous: dict[str, str] = {}
+    queue = deque([start])
+    while queue:
+        node = queue.popleft()
+        for target in sorted(graph.get(node, ())):
+            if target == start:
+                path = [node]
+                while path[-1] != start:
+                    path.append(previous[path[-1]])
+                return [*reversed(path), start]
+            if target not in previous:
+                previous[target] = node
+                queue.append(target)
+    return []
+
+
+def import_cycles(graph: Mapping[str, Iterable[str]]) -> list[list[str]]:
+    """The circles of ``graph`` (module -> the modules it imports): for each module, in
+    sorted order, that lies on a circle no earlier one named, the shortest through it."""
+    cycles: list[list[str]] = []
+    named: set[str] = set()
+    for module in sorted(graph):
+        if module not in named and (cycle := _shortest_cycle(graph, module)):
+            cycles.append(cycle)
+            named.update(cycle)
+    return cycles
+
+
+def describe_cycle(cycle: list[str], graph: Mapping[str, Mapping[str, str]]) -> str:
+    """``a -> b -> a`` and, for each step, the ``path:line`` of the import that makes it."""
+    steps = "".join(f"\n    {graph[a][b]}: {a} imports {b}" for a, b in itertools.pairwise(cycle))
+    return " -> ".join(cycle) + steps
+
+
 # ---------------------------------------------------------------------------- the rule
 
 
@@ -218,6 +329,37 @@ def test_package_source_found() -> None:
 def test_layer_rule() -> None:
     problems = check_tree(SRC)
     assert not problems, "layer rule violations:\n" + "\n".join(problems)
+
+
+def test_no_runtime_import_cycle() -> None:
+    """No circle among mcpkit's modules through the imports that run when they load.
+
+    Modules on a circle work or fail by import order (a name imported from a module that
+    is still half-initialised raises ``ImportError``), so none is allowed. Only runtime
+    imports make the graph: module-level imports, including those in class bodies and
+    under ``if``/``try`` at module level, but not under ``if TYPE_CHECKING:`` (never run)
+    nor inside functions (run later, once every module has loaded). An import is an edge
+    to the module whose code must have run:
+
+    * ``import a.b`` and ``from a.b import name`` lead to ``a.b``, or to ``a.b.name``
+      instead when that is a submodule;
+    * ``from . import x`` (``x`` a submodule) leads to that submodule only.
+
+    Parent packages are not edges, though Python imports them first. A package whose
+    ``__init__`` re-exports its submodules (``from .app import Server``, ``from . import
+    types``) is still running when those submodules load and import their siblings; that
+    is the normal order of a package, not a circle. So ``from . import x`` inside a
+    package ``__init__`` is an edge from the package to ``x``, and a submodule importing a
+    sibling does not thereby import its package. Importing a re-exported *name* from a
+    package (``from mcpkit.check import Target`` inside ``mcpkit.check.stateful``) does
+    need the ``__init__`` to have run, and counts.
+    """
+    graph = import_graph(SRC)
+    assert "mcpkit.check.runner" in graph["mcpkit.check"]  # the graph is not empty
+    cycles = import_cycles(graph)
+    assert not cycles, "runtime import circles:\n" + "\n".join(
+        describe_cycle(c, graph) for c in cycles
+    )
 
 
 # ---------------------------------------------------------------------------- the checker
@@ -383,3 +525,73 @@ def test_relative_import_resolution(
     importer: str, is_package: bool, level: int, module: str | None, expected: str
 ) -> None:
     assert _resolve_relative(importer, is_package, level, module) == expected
+
+
+# ---------------------------------------------------------------------------- the circle finder
+
+
+def test_cycles_of_a_synthetic_graph() -> None:
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}, "f": {"a"}}
+    assert import_cycles(graph) == [["a", "b", "c", "a"], ["e", "e"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_planted_circle_is_found_and_named(tmp_path: Path) -> None:
+    src = tmp_path / "src"
+    _write(src, "mcpkit/__init__.py", "")
+    _write(src, "mcpkit/pkg/__init__.py", "")
+    _write(src, "mcpkit/pkg/a.py", '"""A."""\nfrom . import b\n')
+    _write(src, "mcpkit/pkg/b.py", "import json\n\nfrom mcpkit.pkg.a import f\n")
+    graph = import_graph(src)
+    cycles = import_cycles(graph)
+    assert cycles == [["mcpkit.pkg.a", "mcpkit.pkg.b", "mcpkit.pkg.a"]]
+    assert describe_cycle(cycles[0], graph) == (
+        "mcpkit.pkg.a -> mcpkit.pkg.b -> mcpkit.pkg.a"
+        "\n    src/mcpkit/pkg/a.py:2: mcpkit.pkg.a imports mcpkit.pkg.b"
+        "\n    src/mcpkit/pkg/b.py:3: mcpkit.pkg.b imports mcpkit.pkg.a"
+    )
+
+
+@pytest.mark.parametrize(
+    ("b_code", "circle"),
+    [
+        ("def f():\n    from . import a\n", False),  # lazy: runs after both have loaded
+        ("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from . import a\n", False),
+        ("import typing\nif typing.TYPE_CHECKING:\n    pass\nelse:\n    from . import a\n", True),
+        ("try:\n    from .a import f\nexcept ImportError:\n    pass\n", True),
+        ("class B:\n    from . import a\n", True),  # a class body runs at load time
+        ("import importlib\nA = importlib.import_module('mcpkit.pkg.a')\n", True),
+    ],
+)
+def test_only_load_time_imports_close_a_circle(tmp_path: Path, b_code: str, circle: bool) -> None:
+    src = tmp_path / "src"
+    _write(src, "mcpkit/__init__.py", "")
+    _write(src, "mcpkit/pkg/__init__.py", "")
+    _write(src, "mcpkit/pkg/a.py", "from .b import B\n")
+    _write(src, "mcpkit/pkg/b.py", b_code)
+    assert bool(import_cycles(import_graph(src))) is circle
+
+
+@pytest.mark.parametrize(
+    ("x_code", "circle"),
+    [
+        ("from . import y\n", False),  # a sibling submodule: no edge to the package
+        ("from .y import Y\n", False),
+        ("from mcpkit.pkg import y\n", False),
+        ("from mcpkit.pkg import Y\n", True),  # a name re-exported by the __init__: needs it
+        ("from . import Y\n", True),
+    ],
+)
+def test_package_reexporting_its_submodules(tmp_path: Path, x_code: str, circle: bool) -> None:
+    src = tmp_path / "src"
+    _write(src, "mcpkit/__init__.py", "")
+    _write(src, "mcpkit/pkg/__init__.py", "from . import x\nfrom .y import Y\n")
+    _write(src, "mcpkit/pkg/x.py", x_code)
+    _write(src, "mcpkit/pkg/y.py", "Y = 1\n")
+    graph = import_graph(src)
+    assert graph["mcpkit.pkg"] == {
+        "mcpkit.pkg.x": "src/mcpkit/pkg/__init__.py:1",
+        "mcpkit.pkg.y": "src/mcpkit/pkg/__init__.py:2",
+    }
+    expected = [["mcpkit.pkg", "mcpkit.pkg.x", "mcpkit.pkg"]] if circle else []
+    assert import_cycles(graph) == expected

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lint import ProvokedError, ToolCall
+from .lint_input import ProvokedError, ToolCall
 from .model import Era, Finding
 from .wire import Reply, WireLog
 

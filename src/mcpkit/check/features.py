@@ -22,10 +22,12 @@ from ..protocol.versions import V2026_07_28
 from ..transports.http_client import header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
-from .lint import ProvokedError, ToolCall
+from .lint_input import ProvokedError, ToolCall
 from .rules import finding
 from .schemas import check_instance
-from .wire import CHECKER_INFO, Channel, HttpChannel, Reply, StdioChannel, dump
+from .wire import CHECKER_INFO, Channel, Reply, dump
+from .wire_http import HttpChannel
+from .wire_stdio import StdioChannel
 
 MAX_PAGES = 50
 MAX_TOOLS_CALLED = 20
@@ -266,7 +268,7 @@ async def probe_tools(sp: Speaker, facts: Facts, mode: str) -> None:
 
 async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None:
     era = facts.era
-    modern = (facts.revision or "") >= "2025-11-25"
+    tool_error_required = (facts.revision or "") >= "2025-11-25"
     verdicts: list[tuple[str, str, str]] = []  # (verdict, message, evidence)
     candidates = _tools_to_call(facts, mode)
     for tool in candidates:
@@ -295,7 +297,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
             msg = str(reply.error.get("message") if isinstance(reply.error, dict) else reply.error)
             facts.provoked.append(ProvokedError(
                 f"invalid arguments for {name}", msg, (param,), reply.evidence))
-            if modern:
+            if tool_error_required:
                 verdicts.append((
                     "fail",
                     f"{name}: invalid arguments answered with JSON-RPC error {reply.error_code}; "

@@ -144,7 +144,7 @@ RULES: dict[str, Rule] = {
         _r("STATELESS.unknown-method-status", "MUST", S,
            "An unknown method over HTTP is 404 with a -32601 body", "R26-07.HTTP.10"),
         _r("STATELESS.get-delete", "SHOULD", S,
-           "A modern-only server answers GET and DELETE with 405", "R26-07.HTTP.19"),
+           "A stateless-only server answers GET and DELETE with 405", "R26-07.HTTP.19"),
         # ---- wire validity
         _r("WIRE.schema", "MUST", W,
            "Every message received validates against the negotiated revision's schema",

@@ -118,7 +118,9 @@ def validate_message(revision: str, msg: Any, answered_method: str | None = None
     if not isinstance(msg, dict):
         return [f"message is {type(msg).__name__}, not a JSON object"]
     requests, _, notes = _index(revision)
-    modern_envelopes = has_definition(revision, "JSONRPCResultResponse")
+    # From 2025-11-25 on, the schema names the response envelopes JSONRPCResultResponse and
+    # JSONRPCErrorResponse.
+    renamed_envelopes = has_definition(revision, "JSONRPCResultResponse")
     if "method" in msg:
         envelope, table = ("JSONRPCRequest", requests) if "id" in msg else (
             "JSONRPCNotification", notes)
@@ -134,9 +136,9 @@ def validate_message(revision: str, msg: Any, answered_method: str | None = None
             instance = {k: v for k, v in msg.items() if k != "id"}
             if revision < "2025-11-25":
                 instance["id"] = 0  # the older schemas require an id; null is JSON-RPC's rule
-        error_def = "JSONRPCErrorResponse" if modern_envelopes else "JSONRPCError"
+        error_def = "JSONRPCErrorResponse" if renamed_envelopes else "JSONRPCError"
         return _errors(revision, error_def, instance)
-    envelope = "JSONRPCResultResponse" if modern_envelopes else "JSONRPCResponse"
+    envelope = "JSONRPCResultResponse" if renamed_envelopes else "JSONRPCResponse"
     errs = _errors(revision, envelope, msg)
     if errs or "result" not in msg:
         return errs

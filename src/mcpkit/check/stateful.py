@@ -33,7 +33,9 @@ from .features import (
 from .rules import finding
 from .schemas import REVISIONS
 from .target import Target
-from .wire import CHECKER_INFO, Channel, HttpChannel, Reply, StdioChannel, WireLog
+from .wire import CHECKER_INFO, Channel, Reply, WireLog
+from .wire_http import HttpChannel
+from .wire_stdio import StdioChannel
 
 LATEST = LATEST_STATEFUL
 BATCH_REVISION = V2025_03_26

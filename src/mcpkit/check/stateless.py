@@ -31,9 +31,13 @@ from .model import Verdict
 from .rules import finding
 from .stateful import FOREIGN_ORIGIN, UNKNOWN_VERSION
 from .target import Target
-from .wire import CHECKER_INFO, HttpChannel, Reply, WireLog
+from .wire import CHECKER_INFO, Reply, WireLog
+from .wire_http import HttpChannel
 
-MODERN_ERRORS = frozenset({-32020, -32021, -32022})
+STATELESS_ERRORS = frozenset({-32020, -32021, -32022})
+"""The error codes the stateless revision added: header mismatch, missing client capability,
+unsupported protocol version. Refusing ``server/discover`` with one shows the server knows
+2026-07-28."""
 
 
 async def probe_stateless(target: Target, call_tools: str, stateful_served: bool) -> Facts:
@@ -72,11 +76,11 @@ async def _discover(sp: Speaker, facts: Facts) -> bool:
                                              " (no answer)")
             + ": the server does not serve 2026-07-28"
         )
-        if code in MODERN_ERRORS:
+        if code in STATELESS_ERRORS:
             facts.findings.append(finding(
                 "STATELESS.discover", "fail",
-                f"server/discover answered with the modern error {code} but no result; a "
-                "server that speaks 2026-07-28 must implement server/discover.",
+                f"server/discover answered with the stateless revision's error {code} but no "
+                "result; a server that speaks 2026-07-28 must implement server/discover.",
                 reply.evidence, era))
         return False
     facts.served = True
@@ -130,7 +134,7 @@ def _expect(
 
 async def _meta_rules(sp: Speaker, facts: Facts) -> None:
     chan = sp.channel
-    # protocolVersion present (so the request is plainly modern), clientCapabilities missing.
+    # protocolVersion present (so the request is plainly stateless), clientCapabilities missing.
     params: dict[str, Any] = {"_meta": {META_VERSION: STATELESS_VERSION, META_INFO: CHECKER_INFO}}
     reply = await chan.request("tools/list", params, headers=sp.headers("tools/list", None))
     facts.probes["meta-required"] = reply
@@ -204,7 +208,7 @@ async def _header_rules(
         facts.findings.append(finding(
             "STATELESS.get-delete", verdict,
             f"GET got {statuses[0]} and DELETE got {statuses[1]}"
-            + ("." if verdict == "pass" else "; a modern-only server answers both with 405."),
+            + ("." if verdict == "pass" else "; a stateless-only server answers both with 405."),
             get.evidence + "\n" + delete.evidence, era))
         reply = await chan.request("tools/list", body, headers={**base, "Origin": FOREIGN_ORIGIN})
         facts.probes["origin"] = reply

@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 
 import httpx
 
-from .wire import Channel, HttpChannel, StdioChannel, WireLog
+from .wire import Channel, WireLog
+from .wire_http import HttpChannel
+from .wire_stdio import StdioChannel
 
 
 @dataclass(slots=True)

@@ -13,7 +13,7 @@ from .facts import Facts
 from .model import Finding
 from .rules import finding
 from .schemas import REVISIONS, validate_message
-from .wire import Received, _key, dump
+from .wire import Received, dump, id_key
 
 ENVELOPE_ROWS = ("M001", "M002", "M003", "M004", "M005", "M006", "M007", "M008", "M009", "M010")
 
@@ -37,10 +37,10 @@ def _envelope_defects(rec: Received, item: Any, sent: set[Any], seen_ids: set[An
                 out.append(("M003", "a request has id null"))
             elif not isinstance(rid, (str, int)) or isinstance(rid, bool):
                 out.append(("M002", f"a request id is {dump(rid)}, not a string or integer"))
-            elif _key(rid) in seen_ids:
+            elif id_key(rid) in seen_ids:
                 out.append(("M004", f"request id {dump(rid)} was used before in this session"))
             else:
-                seen_ids.add(_key(rid))
+                seen_ids.add(id_key(rid))
             if not isinstance(method, str):
                 out.append(("M005", f"a request's method is {dump(method)}, not a string"))
         elif not isinstance(method, str):
@@ -64,7 +64,7 @@ def _envelope_defects(rec: Received, item: Any, sent: set[Any], seen_ids: set[An
     if rid is None:
         if not has_error:
             out.append(("M006", "a result carries no id (or id null)"))
-    elif _key(rid) not in sent:
+    elif id_key(rid) not in sent:
         out.append(("M006", f"a response carries id {dump(rid)}, which no request of the "
                     "checker used"))
     return out
