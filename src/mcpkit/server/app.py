@@ -721,7 +721,7 @@ class Server:
 
 def _with_hints(result: JSON, item: Resource | ResourceTemplate, ctx: Context) -> JSON:
     """Per-resource caching hints on a 2026-07-28 read (the server's defaults otherwise)."""
-    if ctx.modern is not None:
+    if ctx.stateless is not None:
         if item.cache_ttl_ms is not None:
             result["ttlMs"] = item.cache_ttl_ms
         if item.cache_scope is not None:

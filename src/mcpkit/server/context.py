@@ -1,9 +1,13 @@
 """The request context a handler receives: who asked, in which revision, and a way back.
 
-``Context`` is the same object whichever era a request came from. In the stateful era
-its server->client calls (``sample``, ``elicit``, ``list_roots``) are requests on the
-session; each checks the client's declared capabilities first and raises
-``CapabilityNotSupported`` rather than send what the client cannot take.
+``Context`` is the same object whichever era a request came from; ``stateless`` tells
+them apart. On a stateful session its server->client calls (``sample``, ``elicit``,
+``list_roots``) are requests on the session; for a stateless (2026-07-28) request they are
+MRTR input requests: the handler ends with ``InputRequired`` and runs again when the client
+retries with the answers. Either way each call checks the client's declared capabilities
+first and refuses rather than send what the client cannot take:
+``CapabilityNotSupported`` on a session, ``MissingClientCapability`` (-32021) when
+stateless.
 """
 
 from __future__ import annotations
@@ -48,8 +52,8 @@ class Context:
     """Per-request context: revision, client info/capabilities, progress, logging, and
     server->client requests."""
 
-    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "modern", "request_id",
-                 "server")
+    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "request_id", "server",
+                 "stateless")
 
     def __init__(
         self,
@@ -58,7 +62,7 @@ class Context:
         request_id: RequestId | None,
         method: str,
         meta: JSONObject | None,
-        modern: RequestMeta | None = None,
+        stateless: RequestMeta | None = None,
         answers: dict[str, Any] | None = None,
     ) -> None:
         self.server = server
@@ -66,17 +70,25 @@ class Context:
         self.request_id = request_id
         self.method = method
         self.meta = meta or {}
-        self.modern = modern  # set for a stateless (2026-07-28) request
+        #: A stateless (2026-07-28) request's own ``_meta`` (its revision, the client's
+        #: capabilities, info and log level); None for a request on a stateful session.
+        self.stateless = stateless
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0
 
     # ------------------------------------------------------------------ who is asking
 
     @property
+    def modern(self) -> RequestMeta | None:
+        """Deprecated: the former name of ``stateless``, kept as a read-only alias; use
+        ``stateless``."""
+        return self.stateless
+
+    @property
     def revision(self) -> Revision:
         """The protocol revision of this request."""
-        if self.modern is not None:
-            return self.modern.revision
+        if self.stateless is not None:
+            return self.stateless.revision
         rev = self._session.conn.revision
         assert rev is not None
         return rev
@@ -87,14 +99,14 @@ class Context:
 
     @property
     def client_capabilities(self) -> JSONObject:
-        if self.modern is not None:
-            return self.modern.client_capabilities
+        if self.stateless is not None:
+            return self.stateless.client_capabilities
         return self._session.conn.peer_capabilities
 
     @property
     def client_info(self) -> JSONObject:
-        if self.modern is not None:
-            return self.modern.client_info
+        if self.stateless is not None:
+            return self.stateless.client_info
         return self._session.conn.peer_info
 
     @property
@@ -107,8 +119,8 @@ class Context:
     def log_level(self) -> str | None:
         """The level the client set with ``logging/setLevel`` or, in 2026-07-28, this
         request's ``_meta`` log level (None: not set)."""
-        if self.modern is not None:
-            return self.modern.log_level
+        if self.stateless is not None:
+            return self.stateless.log_level
         return self._session.conn.log_level
 
     @property
@@ -157,7 +169,7 @@ class Context:
                                 f"cannot {what}")
 
     def _missing(self, path: str, message: str) -> None:
-        if self.modern is not None:  # 2026-07-28: a protocol error naming what is missing
+        if self.stateless is not None:  # 2026-07-28: a protocol error naming what is missing
             top, _, rest = path.partition(".")
             needed: JSONObject = {top: {rest: {}} if rest else {}}
             raise MissingClientCapability(
@@ -176,7 +188,7 @@ class Context:
                    key: str | None = None) -> JSONObject:
         """A server->client request: on the session (stateful), or an MRTR input request
         (stateless: the handler is re-run when the client retries with the answer)."""
-        if self.modern is None:
+        if self.stateless is None:
             return await self._session.request(method, params, timeout=timeout,
                                                related=self.request_id)
         answers = await self.request_inputs(
@@ -201,7 +213,7 @@ class Context:
         handler runs again when the client retries with the answers); before, the
         requests are sent to the client one after another.
         """
-        if self.modern is None:
+        if self.stateless is None:
             return {key: await self._session.request(method, params, timeout=timeout,
                                                      related=self.request_id)
                     for key, (method, params) in requests.items()}
@@ -310,7 +322,7 @@ class Context:
                         f"protocol revision {rev.version} cannot express (it needs 2025-11-25)"
                     )
         params: JSONObject = {"message": message, "requestedSchema": schema}
-        if self.revision.has("elicitation_url") or self.modern is not None:
+        if self.revision.has("elicitation_url") or self.stateless is not None:
             params = {"mode": "form", **params}
         res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
@@ -324,13 +336,13 @@ class Context:
         ``accept`` only means the user agreed to open the link, not that the flow is done.
         """
         caps = self.client_capabilities.get("elicitation")
-        modern = self.modern is not None
-        if not (modern or self.revision.has("elicitation_url")) or not isinstance(
+        stateless = self.stateless is not None
+        if not (stateless or self.revision.has("elicitation_url")) or not isinstance(
             caps, dict
         ) or "url" not in caps:
             self._missing("elicitation.url", "the client did not declare URL-mode elicitation")
         params = {"mode": "url", "message": message, "url": url}
-        if not modern:  # elicitationId (and elicitation/complete) are gone in 2026-07-28
+        if not stateless:  # elicitationId (and elicitation/complete) are gone in 2026-07-28
             params["elicitationId"] = elicitation_id
         res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
