@@ -1,0 +1,95 @@
+"""Multi round-trip requests (MRTR, 2026-07-28): how a stateless request asks the client for
+input and picks up where it left off.
+
+A stateless handler that needs what the client has not given yet (``ctx.elicit``,
+``ctx.sample``, ``ctx.list_roots``, ``ctx.request_inputs``) ends with ``InputRequired``.
+The server answers ``resultType: "input_required"`` with the input requests and a
+``requestState``: the answers so far, sealed with an HMAC over the method and params, so a
+client can carry it but neither forge it nor reuse it for another request. The client
+retries with the same params, its new ``inputResponses`` and that ``requestState``; the
+handler runs again from the start and finds every answer in its ``Context``.
+
+The sealing key is the one given (``Server(state_key=...)``), else the secret of the
+session store every instance of a deployment shares (so any instance opens what another
+sealed), else a random one made on first use.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+from ..protocol.connection import RequestReceived
+from ..protocol.errors import InvalidParams
+from ..protocol.stateless import open_state, seal_state
+from ..session import HandlerResult
+from .context import Context, InputRequired
+
+JSON = dict[str, Any]
+
+
+class StateSeal:
+    """Seals and opens ``requestState`` (see the module docstring)."""
+
+    def __init__(self, key: bytes | None) -> None:
+        self._key = key
+        self._given = key is not None  # a key given by the user wins over a store's
+
+    @property
+    def key(self) -> bytes:
+        """The HMAC key (a random one is made on first use when none was set)."""
+        if self._key is None:
+            import secrets
+
+            self._key = secrets.token_bytes(32)
+        return self._key
+
+    @key.setter
+    def key(self, key: bytes) -> None:
+        self._key = key
+
+    def share(self, store: Any) -> None:
+        """Seal with ``store``'s secret, unless a key was given: instances sharing the
+        store then share the key."""
+        if store is not None and hasattr(store, "secret") and not self._given:
+            self._key = store.secret()
+
+    def answers(self, event: RequestReceived) -> dict[str, Any]:
+        """The inputs a retried request brings: its opened ``requestState`` (forged or
+        moved: ``InvalidParams``) plus its ``inputResponses``, each checked to be an
+        object."""
+        params = event.params
+        answers: dict[str, Any] = {}
+        if "requestState" in params:
+            answers = open_state(self.key, event.method, params, params["requestState"])
+        responses = params.get("inputResponses")
+        if responses is not None:
+            if not isinstance(responses, dict):
+                raise InvalidParams("Invalid params: 'inputResponses' must be an object "
+                                    "mapping each input key to its result.")
+            for key, value in responses.items():
+                if not isinstance(value, dict):
+                    raise InvalidParams(
+                        f"Invalid params: inputResponses[{key!r}] must be a result object "
+                        "(an ElicitResult, CreateMessageResult or ListRootsResult), got "
+                        f"{type(value).__name__}.")
+            answers.update(responses)
+        return answers
+
+    def run(self, event: RequestReceived, ctx: Context,
+            work: Coroutine[Any, Any, JSON]) -> HandlerResult:
+        """``work`` as the request's handler: as is on a stateful session; for a stateless
+        request, with ``InputRequired`` turned into the ``input_required`` answer."""
+        return work if event.meta is None else self._ask_or_answer(event, ctx, work)
+
+    async def _ask_or_answer(self, event: RequestReceived, ctx: Context,
+                             work: Coroutine[Any, Any, JSON]) -> JSON:
+        try:
+            return await work
+        except InputRequired as need:
+            return {
+                "resultType": "input_required",
+                "inputRequests": need.requests,
+                "requestState": seal_state(self.key, event.method, event.params,
+                                           ctx._answers),
+            }
