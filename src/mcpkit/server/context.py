@@ -125,7 +125,8 @@ class Context:
 
     @property
     def session_state(self) -> dict[str, Any]:
-        """A dict that lives as long as this client's session."""
+        """A dict that lives as long as this client's session; it is the application's
+        alone (mcpkit keeps none of its own bookkeeping there)."""
         return self._session.state
 
     @property

@@ -3,9 +3,13 @@
 
 A stateful session (stdio, memory, Streamable HTTP, HTTP+SSE) is tracked from the moment
 its transport opens it until it ends, and gets every ``list_changed`` plus
-``resources/updated`` for the URIs it subscribed to. A listen stream (2026-07-28) gets only
-the notifications its request asked for, each tagged with the stream's subscription id
-and related to that request (over HTTP it travels on the listen request's response).
+``resources/updated`` for the URIs it subscribed to. A listen stream (2026-07-28) gets
+only the notifications its request asked for, each tagged with the stream's subscription
+id and related to that request (over HTTP it travels on the listen request's response).
+
+What mcpkit keeps about a session is a ``Peer`` of typed slots, never the
+``ctx.session_state`` dict its handlers get: a handler may write, overwrite or clear any
+key there without touching mcpkit's bookkeeping.
 """
 
 from __future__ import annotations
@@ -28,26 +32,41 @@ LISTEN_FLAGS: Final = {
 """list_changed notification -> the ``subscriptions/listen`` flag that asks for it."""
 
 
+class Peer:
+    """mcpkit's own record of one live stateful session."""
+
+    __slots__ = ("subscriptions",)
+
+    def __init__(self) -> None:
+        self.subscriptions: set[str] = set()  # URIs of resources/subscribe
+
+
 class Peers:
     """The sessions and listen streams a server notifies (see the module docstring)."""
 
     def __init__(self) -> None:
-        self._live: set[Session] = set()
+        self._live: dict[Session, Peer] = {}
         #: Open listen streams: (session, request id) -> what the server agreed to send.
         self.listening: dict[tuple[Session, RequestId], JSON] = {}
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
         if opened:
-            self._live.add(session)
+            self._live[session] = Peer()
         else:
-            self._live.discard(session)
+            self._live.pop(session, None)
 
     def subscribe(self, session: Session, uri: str) -> None:
-        session.state.setdefault("subscriptions", set()).add(uri)
+        """Send ``session`` the updates of ``uri`` (a session no transport tracks, which
+        could never be notified, is not recorded)."""
+        peer = self._live.get(session)
+        if peer is not None:
+            peer.subscriptions.add(uri)
 
     def unsubscribe(self, session: Session, uri: str) -> None:
-        session.state.setdefault("subscriptions", set()).discard(uri)
+        peer = self._live.get(session)
+        if peer is not None:
+            peer.subscriptions.discard(uri)
 
     async def listen(self, session: Session, rid: RequestId, honoured: JSON) -> JSON:
         """Acknowledge a listen request with what it will get, then keep it open (its
@@ -77,8 +96,8 @@ class Peers:
     def resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
         to it and the listen streams watching it."""
-        for session in list(self._live):
-            if uri in session.state.get("subscriptions", ()):
+        for session, peer in list(self._live.items()):
+            if uri in peer.subscriptions:
                 session.notify("notifications/resources/updated", {"uri": uri})
         for (session, rid), honoured in list(self.listening.items()):
             if uri in honoured.get("resourceSubscriptions", ()):
