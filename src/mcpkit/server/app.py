@@ -85,7 +85,6 @@ class Server:
         self.cache_scope = cache_scope
         #: Called with a ``Context`` when a client says its roots changed.
         self.on_roots_changed: Callable[[Context], Any] | None = None
-        self._caps_cache: tuple[bool, JSON] | None = None
         self._peers = Peers()
         self._registry = Registry(page_size=page_size, announce=self._peers.list_changed)
         self._seal = StateSeal(state_key)
@@ -216,18 +215,7 @@ class Server:
 
     def capabilities(self) -> JSON:
         """The server capabilities declared in ``initialize`` (shared, do not mutate)."""
-        key = bool(self._registry.completers)
-        cached = self._caps_cache
-        if cached is not None and cached[0] == key:
-            return cached[1]
-        caps: JSON = {"logging": {}}
-        if key:
-            caps["completions"] = {}
-        caps["prompts"] = {"listChanged": True}
-        caps["resources"] = {"subscribe": True, "listChanged": True}
-        caps["tools"] = {"listChanged": True}
-        self._caps_cache = (key, caps)
-        return caps
+        return self._registry.capabilities()
 
     def connection(self) -> Connection:
         """A fresh protocol connection for one client session."""

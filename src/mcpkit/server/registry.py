@@ -46,6 +46,7 @@ class Registry:
         self._page_size = page_size
         self._announce = announce
         self._tool_pages: dict[str | None, JSON] = {}  # cursor -> serialized tools/list page
+        self._caps: tuple[bool, JSON] | None = None  # (had completers, capabilities)
 
     @property
     def page_size(self) -> int:
@@ -143,6 +144,22 @@ class Registry:
         self.completers[key] = fn
 
     # ------------------------------------------------------------------ lookups
+
+    def capabilities(self) -> JSON:
+        """The server capabilities these registries declare (one dict, shared while
+        whether there are completions stays the same)."""
+        completions = bool(self.completers)
+        cached = self._caps
+        if cached is not None and cached[0] == completions:
+            return cached[1]
+        caps: JSON = {"logging": {}}
+        if completions:
+            caps["completions"] = {}
+        caps["prompts"] = {"listChanged": True}
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+        caps["tools"] = {"listChanged": True}
+        self._caps = (completions, caps)
+        return caps
 
     def param_headers(self, name: str) -> dict[str, str]:
         """``{parameter: header}`` of tool ``name``'s ``x-mcp-header`` annotations (the
