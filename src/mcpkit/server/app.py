@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
-from typing import Any, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
 
 import anyio
 
@@ -26,8 +26,13 @@ from .peers import Peers
 from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
-from .serving import LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .tools import Tool
+
+if TYPE_CHECKING:
+    from ..storage.events import EventStore
+    from ..storage.sessions import SessionStore
+    from ..transports.http_server import StreamableHTTPApp
 
 JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -271,51 +276,122 @@ class Server:
         finally:
             await stream.aclose()
 
-    def asgi_app(self, path: str = "/mcp", **config: Any) -> Any:
+    def asgi_app(
+        self,
+        path: str = "/mcp",
+        *,
+        response_mode: Literal["auto", "json", "sse"] = "auto",
+        allowed_hosts: Iterable[str] | None = None,
+        allowed_origins: Iterable[str] | None = None,
+        trusted_proxies: Iterable[str] = (),
+        max_body: int = 4 * 1024 * 1024,
+        max_sessions: int = 10_000,
+        session_idle_timeout: float = 3600.0,
+        body_timeout: float = 30.0,
+        sweep_interval: float = 1.0,
+        sweep_batch: int = 1000,
+        max_in_flight: int = 4096,
+        max_in_flight_total: int = 65536,
+        retry_ms: int = 1000,
+        enable_get: bool = True,
+        allow_delete: bool = True,
+        legacy_sse: bool = True,
+        legacy_sse_path: str = "/sse",
+        legacy_messages_path: str = "/messages",
+        event_store: EventStore | None = None,
+        session_store: SessionStore | None = None,
+    ) -> StreamableHTTPApp:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
 
-        ``config`` sets ``HttpConfig`` fields: ``response_mode`` ("auto", "json", "sse"),
-        ``allowed_hosts``, ``allowed_origins``, ``trusted_proxies``, ``max_body``,
-        ``max_sessions``, ``session_idle_timeout``, ``max_in_flight``, ``retry_ms``,
-        ``enable_get``, ``allow_delete``, ``event_store`` (e.g. ``SQLiteEventStore``),
-        ``body_timeout`` (seconds to receive a body, 30; then 408), ``sweep_interval``
-        (seconds between sweeps for idle sessions and late bodies, 1).
+        - ``response_mode``: ``"auto"`` answers a POST as JSON when the response is the
+          first thing its handler produces and as SSE once it sends progress, logs or
+          requests first; ``"json"`` and ``"sse"`` always use one.
+        - ``allowed_hosts``: ``Host`` names served (421 otherwise; ``"*"``: any); None:
+          localhost names, any port. ``allowed_origins``: ``Origin`` values accepted (403
+          otherwise; ``"*"``: any); None: http(s) origins on localhost. ``trusted_proxies``
+          (none): client IPs whose ``X-Forwarded-Host``/``Forwarded`` host is believed.
+        - ``max_body`` (4 MiB): bytes a POST body may have (413). ``body_timeout`` (30):
+          seconds to receive it (408).
+        - ``max_sessions`` (10,000): open sessions (503 to a new one).
+          ``session_idle_timeout`` (3600): seconds without a request before a session
+          ends (404 after). ``sweep_interval`` (1): seconds between sweeps for idle
+          sessions and late bodies; ``sweep_batch`` (1000): sessions ended per sweep.
+        - ``max_in_flight`` (4096): requests being answered per session (429);
+          ``max_in_flight_total`` (65,536): across sessions (503).
+        - ``retry_ms`` (1000): the SSE ``retry`` field, how long a client waits before
+          reconnecting a broken stream.
+        - ``enable_get`` (True): serve the standalone GET stream (405 when False).
+          ``allow_delete`` (True): clients may end their session with DELETE.
+        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients, at
+          ``legacy_sse_path`` ("/sse") and ``legacy_messages_path`` ("/messages").
+        - ``event_store``: where SSE events wait to be replayed to a client that resumes
+          (an ``EventStore``); None: in memory, per app. ``SQLiteEventStore`` survives a
+          restart.
+        - ``session_store``: session records a restarted server takes back (a
+          ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
+          (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
-        self._seal.share(config.get("session_store"))
+        config = HttpConfig(
+            path=path, response_mode=response_mode, allowed_hosts=allowed_hosts,
+            allowed_origins=allowed_origins, trusted_proxies=trusted_proxies,
+            max_body=max_body, max_sessions=max_sessions,
+            session_idle_timeout=session_idle_timeout, body_timeout=body_timeout,
+            sweep_interval=sweep_interval, sweep_batch=sweep_batch,
+            max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
+            retry_ms=retry_ms, enable_get=enable_get, allow_delete=allow_delete,
+            legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
+            legacy_messages_path=legacy_messages_path,
+        )
+        if event_store is not None:
+            config.event_store = event_store
+        if session_store is not None:
+            config.session_store = session_store
+            self._seal.share(session_store)
         return StreamableHTTPApp(
             self.connection,
             on_request=self._methods.on_request,
             on_notification=self._methods.on_notification,
-            config=HttpConfig(path=path, **config),
+            config=config,
             on_session=self._peers.track,
             lifespan=self.lifespan_scope,
             param_headers=self._registry.param_headers,
         )
 
-    def run(self, transport: str = "stdio", **options: Any) -> None:
+    def run(
+        self,
+        transport: Literal["stdio", "http"] = "stdio",
+        *,
+        host: str = "127.0.0.1",
+        port: int = 8000,
+        path: str = "/mcp",
+        http: Literal["auto", "h11", "httptools"] = "auto",
+        loop: Literal["auto", "asyncio", "uvloop"] = "auto",
+        header_timeout: float = 10.0,
+        log_level: str | int = "WARNING",
+        drain_timeout: float | None = None,
+        **options: Unpack[HttpOptions],
+    ) -> None:
         """Run the server until it is stopped.
 
-        ``"stdio"`` (default) serves stdin/stdout. ``"http"`` serves Streamable HTTP with
-        uvicorn: ``host`` (default 127.0.0.1), ``port`` (8000), ``path`` ("/mcp"),
-        ``header_timeout`` (seconds to send a request's headers, 10), and any ``asgi_app``
-        option.
+        ``"stdio"`` (default) serves stdin/stdout until end of input, SIGTERM or SIGINT.
+        ``"http"`` serves Streamable HTTP with uvicorn on ``host`` and ``port`` (0: a free
+        one) at ``path``, with uvicorn's ``http`` parser and event ``loop`` ("auto": the
+        fastest installed); ``header_timeout``: seconds a client may take to send a
+        request's headers; ``options``: any of ``asgi_app``'s.
+
+        ``log_level``: of the stderr logging set up when the application configured none.
+        ``drain_timeout``: replaces the server's (None: keep it).
         """
-        log_to_stderr(options.pop("log_level", "WARNING"))
-        if "drain_timeout" in options:
-            self.drain_timeout = float(options.pop("drain_timeout"))
+        log_to_stderr(log_level)
+        if drain_timeout is not None:
+            self.drain_timeout = drain_timeout
         if transport == "http":
             from .running import run_http
 
-            host = options.pop("host", "127.0.0.1")
-            port = int(options.pop("port", 8000))
-            http_impl = options.pop("http", "auto")  # uvicorn's parser: auto|h11|httptools
-            loop_impl = options.pop("loop", "auto")  # uvicorn's loop: auto|asyncio|uvloop
-            path = options.pop("path", "/mcp")
-            header_timeout = float(options.pop("header_timeout", 10.0))
             run_http(self.asgi_app(path, **options), host=host, port=port, path=path,
-                     http=http_impl, loop=loop_impl, header_timeout=header_timeout)
+                     http=http, loop=loop, header_timeout=header_timeout)
             return
         if transport != "stdio":
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")

@@ -17,13 +17,16 @@ sealed), else a random one made on first use.
 from __future__ import annotations
 
 from collections.abc import Coroutine
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import InvalidParams
 from ..protocol.stateless import open_state, seal_state
 from ..session import HandlerResult
 from .context import Context, InputRequired
+
+if TYPE_CHECKING:
+    from ..storage.sessions import SessionStore
 
 JSON = dict[str, Any]
 
@@ -48,10 +51,12 @@ class StateSeal:
     def key(self, key: bytes) -> None:
         self._key = key
 
-    def share(self, store: Any) -> None:
-        """Seal with ``store``'s secret, unless a key was given: instances sharing the
-        store then share the key."""
-        if store is not None and hasattr(store, "secret") and not self._given:
+    def share(self, store: SessionStore) -> None:
+        """Seal with ``store``'s secret when it keeps one (a ``SharedSecret``) and no key
+        was given: instances sharing the store then share the key."""
+        from ..storage.sessions import SharedSecret
+
+        if not self._given and isinstance(store, SharedSecret):
             self._key = store.secret()
 
     def answers(self, event: RequestReceived) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Serving: the lifespan shared by every session, one client over a byte stream, and the
-process-level set-up of ``Server.run``.
+"""Serving: the lifespan shared by every session, one client over a byte stream, the
+options of the HTTP app, and the process-level set-up of ``Server.run``.
 
 The user's lifespan is entered when the first session (or the ASGI app's startup) needs
 it and left after the last one ends, however many run at a time. A byte-stream session
@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import logging
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
 
@@ -24,6 +24,8 @@ from .methods import Methods
 from .peers import Peers
 
 if TYPE_CHECKING:
+    from ..storage.events import EventStore
+    from ..storage.sessions import SessionStore
     from .app import Server
 
 log = logging.getLogger("mcpkit.server")
@@ -31,6 +33,32 @@ log = logging.getLogger("mcpkit.server")
 LifespanFactory = Callable[["Server"], AbstractAsyncContextManager[Any]]
 """``lifespan(server)``: an async context manager whose value handlers see as
 ``ctx.lifespan``."""
+
+
+class HttpOptions(TypedDict, total=False):
+    """The keyword options of ``Server.asgi_app`` (each documented there), which
+    ``Server.run("http", ...)`` passes through."""
+
+    response_mode: Literal["auto", "json", "sse"]
+    allowed_hosts: Iterable[str] | None
+    allowed_origins: Iterable[str] | None
+    trusted_proxies: Iterable[str]
+    max_body: int
+    max_sessions: int
+    session_idle_timeout: float
+    body_timeout: float
+    sweep_interval: float
+    sweep_batch: int
+    max_in_flight: int
+    max_in_flight_total: int
+    retry_ms: int
+    enable_get: bool
+    allow_delete: bool
+    legacy_sse: bool
+    legacy_sse_path: str
+    legacy_messages_path: str
+    event_store: EventStore | None
+    session_store: SessionStore | None
 
 
 class SharedLifespan:
