@@ -18,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..protocol.errors import (
     CapabilityNotSupported,
     InternalError,
-    InvalidParams,
     MissingClientCapability,
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
@@ -27,6 +26,7 @@ from ..protocol.record import Record
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
+from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
     from .app import Server
@@ -50,7 +50,13 @@ class ElicitResult(Record):
 
 class Context:
     """Per-request context: revision, client info/capabilities, progress, logging, and
-    server->client requests."""
+    server->client requests.
+
+    The ``key`` of ``sample``, ``elicit``, ``elicit_url`` and ``list_roots`` names the
+    input in a stateless request's ``inputRequests`` (default: ``<kind>-<n>``, ``n``
+    counting the inputs asked so far); a handler that asks only sometimes should name its
+    inputs, so a retry finds each answer under the same name.
+    """
 
     __slots__ = ("_answers", "_asked", "_session", "meta", "method", "request_id", "server",
                  "stateless")
@@ -144,7 +150,9 @@ class Context:
             self._session.progress(self.request_id, progress, total, message)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
-        """Send a log message to the client (filtered by its ``logging/setLevel``).
+        """Send a log message to the client if ``level`` passes the one it asked for
+        (``logging/setLevel`` on a session; a stateless request's ``_meta`` log level,
+        and nothing when it names none).
 
         Never put secrets, credentials or personal data in ``data``.
         """
@@ -228,7 +236,7 @@ class Context:
         for key, (method, params) in requests.items():
             answer = self._answers.get(key)
             if isinstance(answer, dict):
-                _check_answer(key, method, answer)
+                check_answer(key, method, answer)
                 answers[key] = answer
             else:
                 missing[key] = {"method": method, "params": params if params is not None
@@ -259,8 +267,10 @@ class Context:
         ``tools``, the client must have declared ``sampling.tools``; the messages must keep
         the pairing rules (a user message with ``tool_result`` holds only tool results, and
         every ``tool_use`` is answered in the next user message). Returns the
-        ``CreateMessageResult``. Raises ``CapabilityNotSupported``, ``RemoteError`` (e.g. the
-        user rejected it), ``RequestTimeout``, ``ConnectionClosed``.
+        ``CreateMessageResult``. On a session it raises ``CapabilityNotSupported``,
+        ``RemoteError`` (e.g. the user rejected it), ``RequestTimeout``,
+        ``ConnectionClosed``; a stateless request lacking the capability gets
+        ``MissingClientCapability``.
         """
         self._require("sampling", "sample")
         if isinstance(messages, str):
@@ -357,15 +367,6 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
-class InputRequired(Exception):
-    """Raised inside a stateless handler that needs client input it does not have yet;
-    the server answers with an ``InputRequiredResult`` and re-runs the handler on retry."""
-
-    def __init__(self, requests: dict[str, JSONObject]) -> None:
-        super().__init__(", ".join(requests))
-        self.requests = requests
-
-
 def _elicit_result(res: JSONObject) -> ElicitResult:
     raw = res.get("action")
     action: Literal["accept", "decline", "cancel"] = (
@@ -406,26 +407,3 @@ def check_tool_pairing(messages: Sequence[JSONObject]) -> None:
                 str(b.get("id")) for b in blocks if isinstance(b, dict) and
                 b.get("type") == "tool_use"
             }
-
-
-_ANSWER_SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "elicitation/create": ("ElicitResult", ("action",)),
-    "sampling/createMessage": ("CreateMessageResult", ("role", "content", "model")),
-    "roots/list": ("ListRootsResult", ("roots",)),
-}
-
-
-def _check_answer(key: str, method: str, answer: JSONObject) -> None:
-    """Refuse an input response that cannot be the result of what was asked
-    (R26-07.MRTR.8: malformed ``inputResponses`` get a JSON-RPC error)."""
-    name, fields = _ANSWER_SHAPES.get(method, ("result", ()))
-    missing = [f for f in fields if f not in answer]
-    bad_action = method == "elicitation/create" and answer.get("action") not in (
-        "accept", "decline", "cancel")
-    bad_roots = method == "roots/list" and not isinstance(answer.get("roots"), list)
-    if missing or (bad_action and "action" not in missing) or (bad_roots and not missing):
-        raise InvalidParams(
-            f"Invalid params: inputResponses[{key!r}] answers {method} and must be an {name}"
-            + (f" with {', '.join(missing)}" if missing else "")
-            + (" ('action' is accept, decline or cancel)" if bad_action else "")
-            + (" ('roots' is a list)" if bad_roots and not missing else "") + ".")

@@ -7,7 +7,8 @@ The server answers ``resultType: "input_required"`` with the input requests and 
 ``requestState``: the answers so far, sealed with an HMAC over the method and params, so a
 client can carry it but neither forge it nor reuse it for another request. The client
 retries with the same params, its new ``inputResponses`` and that ``requestState``; the
-handler runs again from the start and finds every answer in its ``Context``.
+handler runs again from the start and finds every answer in its ``Context``; an answer
+that cannot be the result of what was asked is ``InvalidParams``.
 
 The sealing key is the one given (``Server(state_key=...)``), else the secret of the
 session store every instance of a deployment shares (so any instance opens what another
@@ -21,14 +22,44 @@ from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import InvalidParams
+from ..protocol.jsonrpc import JSONObject
 from ..protocol.stateless import open_state, seal_state
 from ..session import HandlerResult
-from .context import Context, InputRequired
 
 if TYPE_CHECKING:
     from ..storage.sessions import SessionStore
+    from .context import Context
 
-JSON = dict[str, Any]
+class InputRequired(Exception):
+    """Raised inside a stateless handler that needs client input it does not have yet;
+    the server answers with an ``InputRequiredResult`` and re-runs the handler on retry."""
+
+    def __init__(self, requests: dict[str, JSONObject]) -> None:
+        super().__init__(", ".join(requests))
+        self.requests = requests
+
+
+_ANSWER_SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
+    "elicitation/create": ("ElicitResult", ("action",)),
+    "sampling/createMessage": ("CreateMessageResult", ("role", "content", "model")),
+    "roots/list": ("ListRootsResult", ("roots",)),
+}
+
+
+def check_answer(key: str, method: str, answer: JSONObject) -> None:
+    """Refuse an input response that cannot be the result of what was asked
+    (R26-07.MRTR.8: malformed ``inputResponses`` get a JSON-RPC error)."""
+    name, fields = _ANSWER_SHAPES.get(method, ("result", ()))
+    missing = [f for f in fields if f not in answer]
+    bad_action = method == "elicitation/create" and answer.get("action") not in (
+        "accept", "decline", "cancel")
+    bad_roots = method == "roots/list" and not isinstance(answer.get("roots"), list)
+    if missing or (bad_action and "action" not in missing) or (bad_roots and not missing):
+        raise InvalidParams(
+            f"Invalid params: inputResponses[{key!r}] answers {method} and must be an {name}"
+            + (f" with {', '.join(missing)}" if missing else "")
+            + (" ('action' is accept, decline or cancel)" if bad_action else "")
+            + (" ('roots' is a list)" if bad_roots and not missing else "") + ".")
 
 
 class StateSeal:
@@ -82,13 +113,13 @@ class StateSeal:
         return answers
 
     def run(self, event: RequestReceived, ctx: Context,
-            work: Coroutine[Any, Any, JSON]) -> HandlerResult:
+            work: Coroutine[Any, Any, JSONObject]) -> HandlerResult:
         """``work`` as the request's handler: as is on a stateful session; for a stateless
         request, with ``InputRequired`` turned into the ``input_required`` answer."""
         return work if event.meta is None else self._ask_or_answer(event, ctx, work)
 
     async def _ask_or_answer(self, event: RequestReceived, ctx: Context,
-                             work: Coroutine[Any, Any, JSON]) -> JSON:
+                             work: Coroutine[Any, Any, JSONObject]) -> JSONObject:
         try:
             return await work
         except InputRequired as need:
