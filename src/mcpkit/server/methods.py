@@ -87,16 +87,12 @@ class Methods:
 
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
         params = event.params
-        name = params.get("name")
-        if not isinstance(name, str):
-            raise InvalidParams("Invalid params: tools/call needs 'name' (string).")
-        tools = self._registry.tools
-        tool = tools.get(name)
+        name = _name(event)
+        tool = self._registry.tools.get(name)
         if tool is None:
-            available = ", ".join(list(tools)[:50]) or "none"
             raise InvalidParams(
-                f"Unknown tool: '{name[:100]}'. Available tools: {available}. Call tools/list "
-                "for their schemas.",
+                f"Unknown tool: '{name[:100]}'. Available tools: "
+                f"{_names(self._registry.tools)}. Call tools/list for their schemas.",
                 {"name": name[:100]},
             )
         arguments = params.get("arguments")
@@ -167,16 +163,11 @@ class Methods:
         return self._registry.page(event.params, items, "prompts")
 
     def _prompts_get(self, session: Session, event: RequestReceived) -> HandlerResult:
-        name = event.params.get("name")
-        if not isinstance(name, str):
-            raise InvalidParams("Invalid params: prompts/get needs 'name' (string).")
-        prompts = self._registry.prompts
-        prompt = prompts.get(name)
+        name = _name(event)
+        prompt = self._registry.prompts.get(name)
         if prompt is None:
-            available = ", ".join(list(prompts)[:50]) or "none"
-            raise InvalidParams(
-                f"Unknown prompt: '{name[:100]}'. Available prompts: {available}."
-            )
+            raise InvalidParams(f"Unknown prompt: '{name[:100]}'. Available prompts: "
+                                f"{_names(self._registry.prompts)}.")
         args = prompt.check(event.params.get("arguments"))
         ctx = self._context(session, event)
         return self._seal.run(event, ctx, prompt.render(args, ctx))
@@ -221,6 +212,19 @@ class Methods:
         context = params.get("context")
         ctx_args = context.get("arguments") if isinstance(context, dict) else None
         return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {})
+
+
+def _name(event: RequestReceived) -> str:
+    """The ``name`` a tools/call or prompts/get request must give."""
+    name = event.params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams(f"Invalid params: {event.method} needs 'name' (string).")
+    return name
+
+
+def _names(registered: dict[str, Any]) -> str:
+    """The first 50 names of ``registered``, for an error naming what exists."""
+    return ", ".join(list(registered)[:50]) or "none"
 
 
 def _with_hints(result: JSON, item: Resource | ResourceTemplate, ctx: Context) -> JSON:

@@ -25,6 +25,7 @@ from .tools import Tool
 
 JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
+N = TypeVar("N", Tool, Prompt)
 Completer = Callable[..., Any]
 """``fn(value, context_arguments)``: candidate strings for an argument, sync or async."""
 CompletionKey = tuple[str, str, str]
@@ -73,12 +74,8 @@ class Registry:
         """Register a tool (see ``Server.add_tool``); a second one of a name is refused."""
         if "output_schema" in options:
             options["output_schema_"] = options.pop("output_schema")
-        tool = fn if isinstance(fn, Tool) else Tool(fn, **options)
-        if tool.name in self.tools:
-            raise ValueError(f"a tool named {tool.name!r} is already registered")
-        self.tools[tool.name] = tool
-        self.changed("tools")
-        return tool
+        return self._add_named("tools", self.tools,
+                               fn if isinstance(fn, Tool) else Tool(fn, **options))
 
     def remove_tool(self, name: str) -> None:
         del self.tools[name]
@@ -123,16 +120,20 @@ class Registry:
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
         """Register a prompt; a second one of a name is refused."""
-        prompt = fn if isinstance(fn, Prompt) else Prompt(fn, **options)
-        if prompt.name in self.prompts:
-            raise ValueError(f"a prompt named {prompt.name!r} is already registered")
-        self.prompts[prompt.name] = prompt
-        self.changed("prompts")
-        return prompt
+        return self._add_named("prompts", self.prompts,
+                               fn if isinstance(fn, Prompt) else Prompt(fn, **options))
 
     def remove_prompt(self, name: str) -> None:
         del self.prompts[name]
         self.changed("prompts")
+
+    def _add_named(self, kind: str, table: dict[str, N], item: N) -> N:
+        """Add ``item`` to ``table`` under its name, refusing a second one of that name."""
+        if item.name in table:
+            raise ValueError(f"a {kind[:-1]} named {item.name!r} is already registered")
+        table[item.name] = item
+        self.changed(kind)
+        return item
 
     def add_completion(self, argument: str, fn: Completer, prompt: str | None,
                        resource_template: str | None) -> None:
