@@ -113,7 +113,8 @@ class Server:
 
     @property
     def lifespan_state(self) -> Any:
-        """What the lifespan yielded, while it is entered (None without one)."""
+        """What the lifespan yielded when last entered (None before that, or without
+        one); handlers read it as ``ctx.lifespan``."""
         return self._lifespan.state
 
     # ------------------------------------------------------------------ registration

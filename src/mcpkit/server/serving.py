@@ -69,7 +69,7 @@ class SharedLifespan:
         self._server = server  # what the factory is called with
         self._users = 0
         self._cm: AbstractAsyncContextManager[Any] | None = None
-        #: What the lifespan yielded while it is entered (None without one).
+        #: What the lifespan yielded when last entered (None before that, or without one).
         self.state: Any = None
 
     @asynccontextmanager
