@@ -60,7 +60,7 @@ async def test_listen_over_http() -> None:
     with LiveServer(server.asgi_app()) as live:
         await _exercise(live.url)
         deadline = anyio.current_time() + 10  # the listen's stream was closed: its
-        while server._listeners:  # handler ended (polled: no event to wait on)
+        while server._peers.listening:  # handler ended (polled: no event to wait on)
             assert anyio.current_time() < deadline, "the listen handler is still running"
             await anyio.sleep(0.02)
 

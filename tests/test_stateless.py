@@ -1171,7 +1171,7 @@ async def test_http_listen(mh: ModernHttp, served: tuple[Any, LiveServer]) -> No
             _, extra = await stream.next_message()
             raise AssertionError(f"nothing else was asked for: {extra}")
     with anyio.fail_after(5):  # closing the stream ended the subscription
-        while live.call(lambda: len(srv._listeners)):  # noqa: ASYNC110 - another thread
+        while live.call(lambda: len(srv._peers.listening)):  # noqa: ASYNC110 - another thread
             await anyio.sleep(0.05)
 
 

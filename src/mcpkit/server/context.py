@@ -1,9 +1,13 @@
 """The request context a handler receives: who asked, in which revision, and a way back.
 
-``Context`` is the same object whichever era a request came from. In the stateful era
-its server->client calls (``sample``, ``elicit``, ``list_roots``) are requests on the
-session; each checks the client's declared capabilities first and raises
-``CapabilityNotSupported`` rather than send what the client cannot take.
+``Context`` is the same object whichever era a request came from; ``stateless`` tells
+them apart. On a stateful session its server->client calls (``sample``, ``elicit``,
+``list_roots``) are requests on the session; for a stateless (2026-07-28) request they are
+MRTR input requests: the handler ends with ``InputRequired`` and runs again when the client
+retries with the answers. Either way each call checks the client's declared capabilities
+first and refuses rather than send what the client cannot take:
+``CapabilityNotSupported`` on a session, ``MissingClientCapability`` (-32021) when
+stateless.
 """
 
 from __future__ import annotations
@@ -14,7 +18,6 @@ from typing import TYPE_CHECKING, Any, Literal
 from ..protocol.errors import (
     CapabilityNotSupported,
     InternalError,
-    InvalidParams,
     MissingClientCapability,
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
@@ -23,6 +26,7 @@ from ..protocol.record import Record
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
+from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
     from .app import Server
@@ -46,10 +50,16 @@ class ElicitResult(Record):
 
 class Context:
     """Per-request context: revision, client info/capabilities, progress, logging, and
-    server->client requests."""
+    server->client requests.
 
-    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "modern", "request_id",
-                 "server")
+    The ``key`` of ``sample``, ``elicit``, ``elicit_url`` and ``list_roots`` names the
+    input in a stateless request's ``inputRequests`` (default: ``<kind>-<n>``, ``n``
+    counting the inputs asked so far); a handler that asks only sometimes should name its
+    inputs, so a retry finds each answer under the same name.
+    """
+
+    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "request_id", "server",
+                 "stateless")
 
     def __init__(
         self,
@@ -58,7 +68,7 @@ class Context:
         request_id: RequestId | None,
         method: str,
         meta: JSONObject | None,
-        modern: RequestMeta | None = None,
+        stateless: RequestMeta | None = None,
         answers: dict[str, Any] | None = None,
     ) -> None:
         self.server = server
@@ -66,17 +76,25 @@ class Context:
         self.request_id = request_id
         self.method = method
         self.meta = meta or {}
-        self.modern = modern  # set for a stateless (2026-07-28) request
+        #: A stateless (2026-07-28) request's own ``_meta`` (its revision, the client's
+        #: capabilities, info and log level); None for a request on a stateful session.
+        self.stateless = stateless
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0
 
     # ------------------------------------------------------------------ who is asking
 
     @property
+    def modern(self) -> RequestMeta | None:
+        """Deprecated: the former name of ``stateless``, kept as a read-only alias; use
+        ``stateless``."""
+        return self.stateless
+
+    @property
     def revision(self) -> Revision:
         """The protocol revision of this request."""
-        if self.modern is not None:
-            return self.modern.revision
+        if self.stateless is not None:
+            return self.stateless.revision
         rev = self._session.conn.revision
         assert rev is not None
         return rev
@@ -87,14 +105,14 @@ class Context:
 
     @property
     def client_capabilities(self) -> JSONObject:
-        if self.modern is not None:
-            return self.modern.client_capabilities
+        if self.stateless is not None:
+            return self.stateless.client_capabilities
         return self._session.conn.peer_capabilities
 
     @property
     def client_info(self) -> JSONObject:
-        if self.modern is not None:
-            return self.modern.client_info
+        if self.stateless is not None:
+            return self.stateless.client_info
         return self._session.conn.peer_info
 
     @property
@@ -107,13 +125,14 @@ class Context:
     def log_level(self) -> str | None:
         """The level the client set with ``logging/setLevel`` or, in 2026-07-28, this
         request's ``_meta`` log level (None: not set)."""
-        if self.modern is not None:
-            return self.modern.log_level
+        if self.stateless is not None:
+            return self.stateless.log_level
         return self._session.conn.log_level
 
     @property
     def session_state(self) -> dict[str, Any]:
-        """A dict that lives as long as this client's session."""
+        """A dict that lives as long as this client's session; it is the application's
+        alone (mcpkit keeps none of its own bookkeeping there)."""
         return self._session.state
 
     @property
@@ -131,7 +150,9 @@ class Context:
             self._session.progress(self.request_id, progress, total, message)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
-        """Send a log message to the client (filtered by its ``logging/setLevel``).
+        """Send a log message to the client if ``level`` passes the one it asked for
+        (``logging/setLevel`` on a session; a stateless request's ``_meta`` log level,
+        and nothing when it names none).
 
         Never put secrets, credentials or personal data in ``data``.
         """
@@ -157,7 +178,7 @@ class Context:
                                 f"cannot {what}")
 
     def _missing(self, path: str, message: str) -> None:
-        if self.modern is not None:  # 2026-07-28: a protocol error naming what is missing
+        if self.stateless is not None:  # 2026-07-28: a protocol error naming what is missing
             top, _, rest = path.partition(".")
             needed: JSONObject = {top: {rest: {}} if rest else {}}
             raise MissingClientCapability(
@@ -176,7 +197,7 @@ class Context:
                    key: str | None = None) -> JSONObject:
         """A server->client request: on the session (stateful), or an MRTR input request
         (stateless: the handler is re-run when the client retries with the answer)."""
-        if self.modern is None:
+        if self.stateless is None:
             return await self._session.request(method, params, timeout=timeout,
                                                related=self.request_id)
         answers = await self.request_inputs(
@@ -201,7 +222,7 @@ class Context:
         handler runs again when the client retries with the answers); before, the
         requests are sent to the client one after another.
         """
-        if self.modern is None:
+        if self.stateless is None:
             return {key: await self._session.request(method, params, timeout=timeout,
                                                      related=self.request_id)
                     for key, (method, params) in requests.items()}
@@ -215,7 +236,7 @@ class Context:
         for key, (method, params) in requests.items():
             answer = self._answers.get(key)
             if isinstance(answer, dict):
-                _check_answer(key, method, answer)
+                check_answer(key, method, answer)
                 answers[key] = answer
             else:
                 missing[key] = {"method": method, "params": params if params is not None
@@ -246,8 +267,10 @@ class Context:
         ``tools``, the client must have declared ``sampling.tools``; the messages must keep
         the pairing rules (a user message with ``tool_result`` holds only tool results, and
         every ``tool_use`` is answered in the next user message). Returns the
-        ``CreateMessageResult``. Raises ``CapabilityNotSupported``, ``RemoteError`` (e.g. the
-        user rejected it), ``RequestTimeout``, ``ConnectionClosed``.
+        ``CreateMessageResult``. On a session it raises ``CapabilityNotSupported``,
+        ``RemoteError`` (e.g. the user rejected it), ``RequestTimeout``,
+        ``ConnectionClosed``; a stateless request lacking the capability gets
+        ``MissingClientCapability``.
         """
         self._require("sampling", "sample")
         if isinstance(messages, str):
@@ -310,7 +333,7 @@ class Context:
                         f"protocol revision {rev.version} cannot express (it needs 2025-11-25)"
                     )
         params: JSONObject = {"message": message, "requestedSchema": schema}
-        if self.revision.has("elicitation_url") or self.modern is not None:
+        if self.revision.has("elicitation_url") or self.stateless is not None:
             params = {"mode": "form", **params}
         res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
@@ -324,13 +347,13 @@ class Context:
         ``accept`` only means the user agreed to open the link, not that the flow is done.
         """
         caps = self.client_capabilities.get("elicitation")
-        modern = self.modern is not None
-        if not (modern or self.revision.has("elicitation_url")) or not isinstance(
+        stateless = self.stateless is not None
+        if not (stateless or self.revision.has("elicitation_url")) or not isinstance(
             caps, dict
         ) or "url" not in caps:
             self._missing("elicitation.url", "the client did not declare URL-mode elicitation")
         params = {"mode": "url", "message": message, "url": url}
-        if not modern:  # elicitationId (and elicitation/complete) are gone in 2026-07-28
+        if not stateless:  # elicitationId (and elicitation/complete) are gone in 2026-07-28
             params["elicitationId"] = elicitation_id
         res = await self._ask("elicitation/create", params, timeout, key)
         return _elicit_result(res)
@@ -342,15 +365,6 @@ class Context:
         res = await self._ask("roots/list", None, timeout, key)
         roots = res.get("roots")
         return roots if isinstance(roots, list) else []
-
-
-class InputRequired(Exception):
-    """Raised inside a stateless handler that needs client input it does not have yet;
-    the server answers with an ``InputRequiredResult`` and re-runs the handler on retry."""
-
-    def __init__(self, requests: dict[str, JSONObject]) -> None:
-        super().__init__(", ".join(requests))
-        self.requests = requests
 
 
 def _elicit_result(res: JSONObject) -> ElicitResult:
@@ -393,26 +407,3 @@ def check_tool_pairing(messages: Sequence[JSONObject]) -> None:
                 str(b.get("id")) for b in blocks if isinstance(b, dict) and
                 b.get("type") == "tool_use"
             }
-
-
-_ANSWER_SHAPES: dict[str, tuple[str, tuple[str, ...]]] = {
-    "elicitation/create": ("ElicitResult", ("action",)),
-    "sampling/createMessage": ("CreateMessageResult", ("role", "content", "model")),
-    "roots/list": ("ListRootsResult", ("roots",)),
-}
-
-
-def _check_answer(key: str, method: str, answer: JSONObject) -> None:
-    """Refuse an input response that cannot be the result of what was asked
-    (R26-07.MRTR.8: malformed ``inputResponses`` get a JSON-RPC error)."""
-    name, fields = _ANSWER_SHAPES.get(method, ("result", ()))
-    missing = [f for f in fields if f not in answer]
-    bad_action = method == "elicitation/create" and answer.get("action") not in (
-        "accept", "decline", "cancel")
-    bad_roots = method == "roots/list" and not isinstance(answer.get("roots"), list)
-    if missing or (bad_action and "action" not in missing) or (bad_roots and not missing):
-        raise InvalidParams(
-            f"Invalid params: inputResponses[{key!r}] answers {method} and must be an {name}"
-            + (f" with {', '.join(missing)}" if missing else "")
-            + (" ('action' is accept, decline or cancel)" if bad_action else "")
-            + (" ('roots' is a list)" if bad_roots and not missing else "") + ".")

@@ -1,7 +1,8 @@
 """Tools: a function, its advertised schemas, argument validation and result building.
 
 The ``inputSchema`` advertised in ``tools/list`` is the very schema arguments are checked
-against, compiled once at registration with ``jsonschema_rs``. Failures of the tool itself
+against (``validation.py``: compiled on the first call, by ``fastjsonschema`` when it uses
+only plain keywords, with ``jsonschema_rs`` as the authority). Failures of the tool itself
 (bad arguments included, from 2025-11-25 on) are results with ``isError: true`` whose text
 tells the model what went wrong and what to do; unknown tools are protocol errors.
 """
@@ -22,8 +23,9 @@ from ..protocol.errors import (
     ToolError,
 )
 from .content import is_content, summarise, to_blocks, to_json_text
-from .context import Context, InputRequired
+from .context import Context
 from .handler import HandlerSpec
+from .mrtr import InputRequired
 from .schema import Signature, output_schema, parse_docstring
 from .validation import SchemaValidator
 

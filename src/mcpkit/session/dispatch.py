@@ -170,7 +170,7 @@ class Session:
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
-        self.state: dict[str, Any] = {}  # per-session data for the layers above
+        self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)

@@ -1,7 +1,7 @@
 """State that outlives one request: SSE event logs and session records (memory, SQLite)."""
 
 from .events import EventStore, MemoryEventStore, SQLiteEventStore
-from .sessions import MemorySessionStore, SessionStore, SQLiteSessionStore
+from .sessions import MemorySessionStore, SessionStore, SharedSecret, SQLiteSessionStore
 
 __all__ = [
     "EventStore",
@@ -10,4 +10,5 @@ __all__ = [
     "SQLiteEventStore",
     "SQLiteSessionStore",
     "SessionStore",
+    "SharedSecret",
 ]

@@ -13,7 +13,7 @@ import json
 import secrets
 import sqlite3
 import threading
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 import anyio.to_thread
 
@@ -21,11 +21,30 @@ Record = dict[str, Any]
 
 
 class SessionStore(Protocol):
-    async def save(self, session_id: str, record: Record) -> None: ...
+    """Where a Streamable HTTP server keeps its sessions' records."""
 
-    async def load(self, session_id: str) -> Record | None: ...
+    async def save(self, session_id: str, record: Record) -> None:
+        """Store (or replace) the record of a session (a JSON-able dict)."""
+        ...
 
-    async def delete(self, session_id: str) -> None: ...
+    async def load(self, session_id: str) -> Record | None:
+        """The record saved for ``session_id``, or None if there is none."""
+        ...
+
+    async def delete(self, session_id: str) -> None:
+        """Forget an ended session's record."""
+        ...
+
+
+@runtime_checkable
+class SharedSecret(Protocol):
+    """A store that also keeps a key every server instance using it reads back the same:
+    ``Server.asgi_app(session_store=...)`` seals 2026-07-28 ``requestState`` with it, so
+    an MRTR round trip begun on one instance can finish on another."""
+
+    def secret(self) -> bytes:
+        """The shared key (32 random bytes, made by whichever instance asked first)."""
+        ...
 
 
 class MemorySessionStore:

@@ -1,0 +1,262 @@
+"""The MCP methods a server answers: method name -> a function of (session, request).
+
+A function returns the result at once when no user code has to run (listings, lookups,
+argument errors: answered inline, no task) or a coroutine when it does (the session runs
+it in a task of its own, so a cancellation stops exactly that request). Requests the
+protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
+``server/discover``) never get here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.connection import NotificationReceived, RequestReceived
+from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
+from ..protocol.versions import LATEST_STATEFUL
+from ..session import HandlerResult, Session
+from .context import Context
+from .mrtr import StateSeal
+from .peers import LISTEN_FLAGS, Peers
+from .registry import Completer, Registry
+from .resources import Resource, ResourceTemplate, check_uri
+
+if TYPE_CHECKING:
+    from .app import Server
+
+JSON = dict[str, Any]
+Handler = Callable[[Session, RequestReceived], HandlerResult]
+
+
+class Methods:
+    """Answers a session's requests and notifications from a server's registries."""
+
+    def __init__(self, server: Server, registry: Registry, peers: Peers,
+                 seal: StateSeal) -> None:
+        self._server = server  # what each request's Context carries
+        self._registry = registry
+        self._peers = peers
+        self._seal = seal
+        self._table: dict[str, Handler] = {
+            "tools/list": self._tools_list,
+            "tools/call": self._tools_call,
+            "resources/list": self._resources_list,
+            "resources/templates/list": self._templates_list,
+            "resources/read": self._resources_read,
+            "resources/subscribe": self._subscribe,
+            "resources/unsubscribe": self._unsubscribe,
+            "prompts/list": self._prompts_list,
+            "prompts/get": self._prompts_get,
+            "completion/complete": self._complete,
+            "subscriptions/listen": self._listen,
+        }
+
+    def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+        """The session's request handler."""
+        handler = self._table.get(event.method)
+        if handler is None:
+            raise MethodNotFound(f"Method not found: '{event.method}' is not supported.")
+        return handler(session, event)
+
+    def on_notification(self, session: Session, event: NotificationReceived) -> Any:
+        """The session's notification handler: ``roots/list_changed`` calls the server's
+        ``on_roots_changed``; the rest need nothing from the server."""
+        callback = self._server.on_roots_changed
+        if event.method == "notifications/roots/list_changed" and callback:
+            # Not a request: no id, so what the callback sends belongs to no client
+            # request (over HTTP it goes on the GET stream).
+            return callback(Context(self._server, session, None, event.method, None))
+        return None
+
+    def _context(self, session: Session, event: RequestReceived) -> Context:
+        """The handler's ``Context``; a stateless request's carries its MRTR answers."""
+        meta = event.params.get("_meta")
+        meta = meta if isinstance(meta, dict) else None
+        if event.meta is None:
+            return Context(self._server, session, event.id, event.method, meta)
+        return Context(self._server, session, event.id, event.method, meta, event.meta,
+                       self._seal.answers(event))
+
+    # ------------------------------------------------------------------ tools
+
+    def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
+        rev = session.conn.revision
+        newest = event.meta is None and rev is not None and rev.version == LATEST_STATEFUL
+        return self._registry.tools_page(event.params, cached=newest)
+
+    def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
+        params = event.params
+        name = _name(event)
+        tool = self._registry.tools.get(name)
+        if tool is None:
+            raise InvalidParams(
+                f"Unknown tool: '{name[:100]}'. Available tools: "
+                f"{_names(self._registry.tools)}. Call tools/list for their schemas.",
+                {"name": name[:100]},
+            )
+        arguments = params.get("arguments")
+        if arguments is None:
+            arguments = {}
+        elif not isinstance(arguments, dict):
+            raise InvalidParams("Invalid params: tools/call 'arguments' must be an object.")
+        invalid = tool.invalid_arguments(arguments)
+        if invalid is not None:
+            rev = event.meta.revision if event.meta is not None else session.conn.revision
+            if rev is not None and not rev.has("tool_input_errors"):
+                raise InvalidParams(invalid["content"][0]["text"])
+            return invalid
+        ctx = self._context(session, event)
+        return self._seal.run(event, ctx, tool.call(arguments, ctx))
+
+    # ------------------------------------------------------------------ resources
+
+    def _resources_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [r.definition() for r in self._registry.resources.values()]
+        return self._registry.page(event.params, items, "resources")
+
+    def _templates_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [t.definition() for t in self._registry.templates.values()]
+        return self._registry.page(event.params, items, "resourceTemplates")
+
+    def _resources_read(self, session: Session, event: RequestReceived) -> HandlerResult:
+        uri = check_uri(event.params.get("uri"))
+        ctx = self._context(session, event)
+        resource = self._registry.resources.get(uri)
+        if resource is not None:
+            return self._seal.run(event, ctx, _read_static(resource, ctx))
+        for template in self._registry.templates.values():
+            values = template.match(uri)
+            if values is not None:
+                return self._seal.run(event, ctx, _read_template(template, uri, values, ctx))
+        raise ResourceNotFound(
+            f"Resource not found: {uri[:200]}. Call resources/list and "
+            "resources/templates/list to see what this server offers.",
+            {"uri": uri},
+        )
+
+    def _subscribe(self, session: Session, event: RequestReceived) -> JSON:
+        self._peers.subscribe(session, check_uri(event.params.get("uri")))
+        return {}
+
+    def _unsubscribe(self, session: Session, event: RequestReceived) -> JSON:
+        self._peers.unsubscribe(session, check_uri(event.params.get("uri")))
+        return {}
+
+    def _listen(self, session: Session, event: RequestReceived) -> HandlerResult:
+        """``subscriptions/listen`` (2026-07-28): acknowledge, then stream the change
+        notifications the client asked for until it ends the request."""
+        wanted = event.params.get("notifications")
+        if not isinstance(wanted, dict):
+            raise InvalidParams("Invalid params: subscriptions/listen needs 'notifications' "
+                                "(an object of the notification kinds to receive).")
+        honoured: JSON = {k: True for k in LISTEN_FLAGS.values() if wanted.get(k) is True}
+        uris = wanted.get("resourceSubscriptions")
+        if isinstance(uris, list) and uris:
+            honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
+        return self._peers.listen(session, event.id, honoured)
+
+    # ------------------------------------------------------------------ prompts
+
+    def _prompts_list(self, session: Session, event: RequestReceived) -> JSON:
+        items = [p.definition() for p in self._registry.prompts.values()]
+        return self._registry.page(event.params, items, "prompts")
+
+    def _prompts_get(self, session: Session, event: RequestReceived) -> HandlerResult:
+        name = _name(event)
+        prompt = self._registry.prompts.get(name)
+        if prompt is None:
+            raise InvalidParams(f"Unknown prompt: '{name[:100]}'. Available prompts: "
+                                f"{_names(self._registry.prompts)}.")
+        args = prompt.check(event.params.get("arguments"))
+        ctx = self._context(session, event)
+        return self._seal.run(event, ctx, prompt.render(args, ctx))
+
+    # ------------------------------------------------------------------ completions
+
+    def _complete(self, session: Session, event: RequestReceived) -> HandlerResult:
+        params = event.params
+        ref = params.get("ref")
+        argument = params.get("argument")
+        if not isinstance(ref, dict) or not isinstance(argument, dict):
+            raise InvalidParams("Invalid params: completion/complete needs 'ref' and 'argument'.")
+        kind = ref.get("type")
+        arg_name = argument.get("name")
+        value = argument.get("value", "")
+        if not isinstance(arg_name, str) or not isinstance(value, str):
+            raise InvalidParams("Invalid params: 'argument' needs string 'name' and 'value'.")
+        registry = self._registry
+        if kind == "ref/prompt":
+            key = ref.get("name")
+            prompt = registry.prompts.get(key) if isinstance(key, str) else None
+            if prompt is None:
+                raise InvalidParams(f"Invalid params: unknown prompt {key!r}.")
+            if arg_name not in prompt.names:
+                raise InvalidParams(
+                    f"Invalid params: prompt {key!r} has no argument {arg_name!r}."
+                )
+        elif kind == "ref/resource":
+            key = ref.get("uri")
+            if not isinstance(key, str) or (key not in registry.templates and key not in (
+                registry.resources
+            )):
+                raise InvalidParams(f"Invalid params: unknown resource template {key!r}.")
+        else:
+            raise InvalidParams(
+                "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'."
+            )
+        assert isinstance(key, str)
+        completer = registry.completers.get((kind, key, arg_name))
+        if completer is None:
+            return {"completion": {"values": [], "total": 0, "hasMore": False}}
+        context = params.get("context")
+        ctx_args = context.get("arguments") if isinstance(context, dict) else None
+        return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {})
+
+
+def _name(event: RequestReceived) -> str:
+    """The ``name`` a tools/call or prompts/get request must give."""
+    name = event.params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams(f"Invalid params: {event.method} needs 'name' (string).")
+    return name
+
+
+def _names(registered: dict[str, Any]) -> str:
+    """The first 50 names of ``registered``, for an error naming what exists."""
+    return ", ".join(list(registered)[:50]) or "none"
+
+
+def _with_hints(result: JSON, item: Resource | ResourceTemplate, ctx: Context) -> JSON:
+    """Per-resource caching hints on a 2026-07-28 read (the server's defaults otherwise)."""
+    if ctx.stateless is not None:
+        if item.cache_ttl_ms is not None:
+            result["ttlMs"] = item.cache_ttl_ms
+        if item.cache_scope is not None:
+            result["cacheScope"] = item.cache_scope
+    return result
+
+
+async def _read_static(resource: Resource, ctx: Context) -> JSON:
+    return _with_hints({"contents": await resource.read(ctx)}, resource, ctx)
+
+
+async def _read_template(
+    template: ResourceTemplate, uri: str, values: dict[str, str], ctx: Context
+) -> JSON:
+    return _with_hints({"contents": await template.read(uri, values, ctx)}, template, ctx)
+
+
+async def _complete(completer: Completer, value: str, context: dict[str, Any]) -> JSON:
+    """Run ``completer``; at most 100 values are sent, ``total``/``hasMore`` tell the rest."""
+    out = completer(value, context)
+    if isinstance(out, Coroutine):
+        out = await out
+    values = [str(v) for v in (out or [])]
+    return {
+        "completion": {
+            "values": values[:100],
+            "total": len(values),
+            "hasMore": len(values) > 100,
+        }
+    }

@@ -1,0 +1,105 @@
+"""Who hears about changes: the live sessions, their resource subscriptions, and the open
+``subscriptions/listen`` streams.
+
+A stateful session (stdio, memory, Streamable HTTP, HTTP+SSE) is tracked from the moment
+its transport opens it until it ends, and gets every ``list_changed`` plus
+``resources/updated`` for the URIs it subscribed to. A listen stream (2026-07-28) gets
+only the notifications its request asked for, each tagged with the stream's subscription
+id and related to that request (over HTTP it travels on the listen request's response).
+
+What mcpkit keeps about a session is a ``Peer`` of typed slots, never the
+``ctx.session_state`` dict its handlers get: a handler may write, overwrite or clear any
+key there without touching mcpkit's bookkeeping.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final
+
+import anyio
+
+from ..protocol.jsonrpc import RequestId
+from ..protocol.stateless import SUBSCRIPTION_ID
+from ..session import Session
+
+JSON = dict[str, Any]
+
+LISTEN_FLAGS: Final = {
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+"""list_changed notification -> the ``subscriptions/listen`` flag that asks for it."""
+
+
+class Peer:
+    """mcpkit's own record of one live stateful session."""
+
+    __slots__ = ("subscriptions",)
+
+    def __init__(self) -> None:
+        self.subscriptions: set[str] = set()  # URIs of resources/subscribe
+
+
+class Peers:
+    """The sessions and listen streams a server notifies (see the module docstring)."""
+
+    def __init__(self) -> None:
+        self._live: dict[Session, Peer] = {}
+        #: Open listen streams: (session, request id) -> what the server agreed to send.
+        self.listening: dict[tuple[Session, RequestId], JSON] = {}
+
+    def track(self, session: Session, opened: bool) -> None:
+        """A transport opened (True) or ended (False) a stateful session."""
+        if opened:
+            self._live[session] = Peer()
+        else:
+            self._live.pop(session, None)
+
+    def subscribe(self, session: Session, uri: str) -> None:
+        """Send ``session`` the updates of ``uri`` (a session no transport tracks, which
+        could never be notified, is not recorded)."""
+        peer = self._live.get(session)
+        if peer is not None:
+            peer.subscriptions.add(uri)
+
+    def unsubscribe(self, session: Session, uri: str) -> None:
+        peer = self._live.get(session)
+        if peer is not None:
+            peer.subscriptions.discard(uri)
+
+    async def listen(self, session: Session, rid: RequestId, honoured: JSON) -> JSON:
+        """Acknowledge a listen request with what it will get, then keep it open (its
+        notifications are sent by ``list_changed``/``resource_updated``) until the client
+        ends it."""
+        key = (session, rid)
+        self.listening[key] = honoured
+        try:
+            session.notify("notifications/subscriptions/acknowledged",
+                           {"_meta": {SUBSCRIPTION_ID: rid}, "notifications": honoured},
+                           related=rid)
+            await anyio.sleep_forever()
+            return {}  # pragma: no cover - only ends by cancellation
+        finally:
+            self.listening.pop(key, None)
+
+    def list_changed(self, method: str) -> None:
+        """Send ``method`` (a ``notifications/*/list_changed``) to the listen streams that
+        asked for it and to every live session."""
+        flag = LISTEN_FLAGS.get(method)
+        for (session, rid), honoured in list(self.listening.items()):
+            if flag is not None and honoured.get(flag):
+                session.notify(method, {"_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+        for session in list(self._live):
+            session.notify(method)
+
+    def resource_updated(self, uri: str) -> None:
+        """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
+        to it and the listen streams watching it."""
+        for session, peer in list(self._live.items()):
+            if uri in peer.subscriptions:
+                session.notify("notifications/resources/updated", {"uri": uri})
+        for (session, rid), honoured in list(self.listening.items()):
+            if uri in honoured.get("resourceSubscriptions", ()):
+                session.notify("notifications/resources/updated",
+                               {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)

@@ -1,0 +1,247 @@
+"""The registries: the tools, resources, resource templates, prompts and completions a
+server offers, and the paged listings of them.
+
+Each kind is a dict keyed by what a client names it with. Adding or removing one announces
+the change through the ``announce`` callback (``notifications/<kind>/list_changed`` to
+whoever listens). Listings are paged at ``page_size`` with opaque cursors
+(``base64("mcpkit:<offset>")``; anything else is ``InvalidParams``). The pages of
+``tools/list`` for the newest stateful revision are kept serialized until the tools
+change, so a large catalogue is not re-encoded on every call.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import orjson
+
+from ..protocol.errors import InvalidParams
+from .prompts import Prompt
+from .resources import Resource, ResourceTemplate
+from .tools import Tool
+
+JSON = dict[str, Any]
+F = TypeVar("F", bound=Callable[..., Any])
+N = TypeVar("N", Tool, Prompt)
+Completer = Callable[..., Any]
+"""``fn(value, context_arguments)``: candidate strings for an argument, sync or async."""
+CompletionKey = tuple[str, str, str]
+"""(``ref/prompt`` or ``ref/resource``, the prompt's name or the template, the argument)."""
+
+MAX_CACHED_PAGES = 1024
+"""Serialized ``tools/list`` pages kept at most (one per cursor asked for)."""
+
+
+class Registry:
+    """What a server offers, by kind; ``announce(method)`` sends a list_changed."""
+
+    def __init__(self, *, page_size: int, announce: Callable[[str], None]) -> None:
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.templates: dict[str, ResourceTemplate] = {}
+        self.prompts: dict[str, Prompt] = {}
+        self.completers: dict[CompletionKey, Completer] = {}
+        self._page_size = page_size
+        self._announce = announce
+        self._tool_pages: dict[str | None, JSON] = {}  # cursor -> serialized tools/list page
+        self._caps: tuple[bool, JSON] | None = None  # (had completers, capabilities)
+
+    @property
+    def page_size(self) -> int:
+        """Items per listing page; changing it drops the serialized pages."""
+        return self._page_size
+
+    @page_size.setter
+    def page_size(self, size: int) -> None:
+        self._page_size = size
+        self._tool_pages.clear()
+
+    def changed(self, kind: str) -> None:
+        """Drop what was derived from the ``"tools"``, ``"prompts"`` or ``"resources"``
+        list and announce that it changed."""
+        if kind not in ("tools", "prompts", "resources"):
+            raise ValueError("kind must be 'tools', 'prompts' or 'resources'")
+        if kind == "tools":
+            self._tool_pages.clear()
+        self._announce(f"notifications/{kind}/list_changed")
+
+    # ------------------------------------------------------------------ adding, removing
+
+    def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
+        """Register a tool (see ``Server.add_tool``); a second one of a name is refused."""
+        if "output_schema" in options:
+            options["output_schema_"] = options.pop("output_schema")
+        return self._add_named("tools", self.tools,
+                               fn if isinstance(fn, Tool) else Tool(fn, **options))
+
+    def remove_tool(self, name: str) -> None:
+        del self.tools[name]
+        self.changed("tools")
+
+    def add_resource(
+        self, fn: Callable[..., Any] | str | bytes, uri: str, **options: Any
+    ) -> Resource | ResourceTemplate:
+        """Register a resource, or a template when ``uri`` has ``{variables}`` (see
+        ``Server.add_resource``)."""
+        if isinstance(fn, str | bytes):
+            value = fn
+            options.setdefault("name", uri)
+
+            async def fixed() -> str | bytes:  # async: answered without a thread hop
+                return value
+
+            fn = fixed
+        if "{" in uri:
+            options.pop("size", None)
+            obj: Resource | ResourceTemplate = ResourceTemplate(fn, uri, **options)
+        else:
+            obj = Resource(fn, uri, **options)
+        self.add_readable(obj)
+        return obj
+
+    def add_readable(self, obj: Resource | ResourceTemplate) -> None:
+        """Register a ready ``Resource`` or ``ResourceTemplate`` (replacing one at its URI)."""
+        if isinstance(obj, ResourceTemplate):
+            self.templates[obj.uri_template] = obj
+        else:
+            self.resources[obj.uri] = obj
+        self.changed("resources")
+
+    def remove_resource(self, uri: str) -> None:
+        """Remove the template written ``uri``, else the resource at ``uri``."""
+        if uri in self.templates:
+            del self.templates[uri]
+        else:
+            del self.resources[uri]
+        self.changed("resources")
+
+    def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
+        """Register a prompt; a second one of a name is refused."""
+        return self._add_named("prompts", self.prompts,
+                               fn if isinstance(fn, Prompt) else Prompt(fn, **options))
+
+    def remove_prompt(self, name: str) -> None:
+        del self.prompts[name]
+        self.changed("prompts")
+
+    def _add_named(self, kind: str, table: dict[str, N], item: N) -> N:
+        """Add ``item`` to ``table`` under its name, refusing a second one of that name."""
+        if item.name in table:
+            raise ValueError(f"a {kind[:-1]} named {item.name!r} is already registered")
+        table[item.name] = item
+        self.changed(kind)
+        return item
+
+    def add_completion(self, argument: str, fn: Completer, prompt: str | None,
+                       resource_template: str | None) -> None:
+        """Complete ``argument`` of exactly one of a prompt or a resource template."""
+        if (prompt is None) == (resource_template is None):
+            raise ValueError("give exactly one of prompt= or resource_template=")
+        key = ("ref/prompt", prompt, argument) if prompt else (
+            "ref/resource", str(resource_template), argument)
+        self.completers[key] = fn
+
+    # ------------------------------------------------------------------ lookups
+
+    def capabilities(self) -> JSON:
+        """The server capabilities these registries declare (one dict, shared while
+        whether there are completions stays the same)."""
+        completions = bool(self.completers)
+        cached = self._caps
+        if cached is not None and cached[0] == completions:
+            return cached[1]
+        caps: JSON = {"logging": {}}
+        if completions:
+            caps["completions"] = {}
+        caps["prompts"] = {"listChanged": True}
+        caps["resources"] = {"subscribe": True, "listChanged": True}
+        caps["tools"] = {"listChanged": True}
+        self._caps = (completions, caps)
+        return caps
+
+    def param_headers(self, name: str) -> dict[str, str]:
+        """``{parameter: header}`` of tool ``name``'s ``x-mcp-header`` annotations (the
+        2026-07-28 ``Mcp-Param-*`` headers the HTTP layer checks against the arguments);
+        worked out on first use and kept on the tool."""
+        tool = self.tools.get(name)
+        if tool is None:
+            return {}
+        if tool.param_headers is None:
+            props = tool.input_schema.get("properties") or {}
+            tool.param_headers = {
+                p: sub["x-mcp-header"] for p, sub in props.items()
+                if isinstance(sub, dict) and isinstance(sub.get("x-mcp-header"), str)
+            }
+        return tool.param_headers
+
+    # ------------------------------------------------------------------ listing
+
+    def page(self, params: JSON, items: list[JSON], key: str) -> JSON:
+        """The page of ``items`` at ``params["cursor"]`` as ``{key: [...]}``, with
+        ``nextCursor`` when more follow."""
+        cursor = params.get("cursor")
+        start = 0
+        if cursor is not None:
+            start = _decode_cursor(cursor)
+            if start > len(items):
+                raise _bad_cursor()
+        end = start + self._page_size
+        result: JSON = {key: items[start:end]}
+        if end < len(items):
+            result["nextCursor"] = _encode_cursor(end)
+        return result
+
+    def tools_page(self, params: JSON, *, cached: bool) -> JSON:
+        """A ``tools/list`` page; ``cached``: serve it from (and keep it in) the serialized
+        pages, for a session of the newest stateful revision whose answer is sent as is
+        (an older revision's, or a stateless request's, is adapted item by item)."""
+        if not cached:
+            return self.page(params, [t.definition for t in self.tools.values()], "tools")
+        cursor = params.get("cursor")
+        key = cursor if isinstance(cursor, str) or cursor is None else None
+        hit = self._tool_pages.get(key) if key is not None or cursor is None else None
+        if hit is not None:
+            return dict(hit)
+        result = self.page(params, [t.definition for t in self.tools.values()], "tools")
+        result["tools"] = orjson.Fragment(orjson.dumps(result["tools"]))
+        if len(self._tool_pages) < MAX_CACHED_PAGES:
+            self._tool_pages[key] = result
+        return dict(result)
+
+
+def decorator(register: Callable[[F], object]) -> Callable[[F], F]:
+    """A decorator that hands the function to ``register`` and returns it unchanged (the
+    ``@server.tool(...)`` family are this over the ``add_*`` methods)."""
+
+    def decorate(fn: F) -> F:
+        register(fn)
+        return fn
+
+    return decorate
+
+
+def _encode_cursor(offset: int) -> str:
+    return base64.urlsafe_b64encode(f"mcpkit:{offset}".encode()).decode().rstrip("=")
+
+
+def _bad_cursor() -> InvalidParams:
+    return InvalidParams(
+        "Invalid params: the cursor is not one this server issued (or it expired); call "
+        "again without a cursor to start from the first page."
+    )
+
+
+def _decode_cursor(cursor: Any) -> int:
+    if not isinstance(cursor, str) or len(cursor) > 64:
+        raise _bad_cursor()
+    try:
+        text = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        prefix, _, num = text.partition(":")
+        if prefix != "mcpkit" or not num.isdigit():
+            raise ValueError
+        return int(num)
+    except (ValueError, binascii.Error, UnicodeDecodeError):
+        raise _bad_cursor() from None
