@@ -211,7 +211,7 @@ def test_header_value_encodes_what_is_not_plain_visible_ascii() -> None:
     base64 form itself are sent as ``=?base64?...?=``; plain values as they are."""
     import base64
 
-    from mcpkit.transports.http_client import header_value
+    from mcpkit.transports.http_routing import header_value
 
     assert header_value("get_weather") == "get_weather"
     for raw in ("caf\u00e9", "a\nb", " lead", "trail ", "=?base64?aGk=?="):

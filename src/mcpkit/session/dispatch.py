@@ -243,8 +243,6 @@ class Session:
         """Hand queued messages to the output (after using ``conn`` directly)."""
         self._output.wake(False)
 
-    _kick = flush  # the former name, kept for callers not yet moved to ``flush``
-
     def fail_request(self, rid: RequestId, error: MCPError) -> bool:
         """The transport could not deliver our request ``rid`` or lost its answer: its
         caller gets ``error`` (a ``TransportError``) now, and nothing is sent to the peer;
