@@ -18,10 +18,9 @@ import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import anyio
-from pydantic import BaseModel
 
 from ..protocol.connection import (
     Connection,
@@ -36,7 +35,6 @@ from ..protocol.errors import (
     HandshakeError,
     MCPError,
     MethodNotFound,
-    PaginationError,
     RequestTimeout,
     ServerUnreachable,
 )
@@ -50,7 +48,7 @@ from . import types as t
 from .connect import is_url, open_stream, process_exit
 from .handlers import ElicitationHandler, Handlers, RootsType, SamplingHandler
 from .listen import Listens, ListenStream, wanted
-from .results import OutputSchemas, param_headers, parse, parse_list
+from .results import OutputSchemas, all_pages, parse, parse_list, routable
 from .stateless import Stateless
 
 if TYPE_CHECKING:
@@ -58,9 +56,7 @@ if TYPE_CHECKING:
 
     from ..transports.http_client import HttpClientTransport
 
-M = TypeVar("M", bound=BaseModel)
 log = logging.getLogger("mcpkit.client")
-MAX_PAGES = 10_000
 
 
 class Client:
@@ -73,6 +69,11 @@ class Client:
     Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
     one), ``on_log(params)``, ``on_notification(method, params)``. ``ping_interval``:
     seconds between keep-alive pings; an unanswered ping closes the connection.
+
+    Entering raises ``ServerUnreachable`` (nothing answered: no listener, the process
+    exited) or ``HandshakeError`` (the server refused or did not answer). Every request
+    method raises what ``request`` raises, and ``InvalidResult`` for a result without the
+    protocol's shape.
     """
 
     def __init__(
@@ -381,48 +382,20 @@ class Client:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""
         await self.request("server/discover" if self.stateless_version else "ping")
 
-    async def _all_pages(self, method: str, key: str, model: type[M]) -> list[M]:
-        items: list[M] = []
-        cursor: str | None = None
-        seen: set[str] = set()
-        for _ in range(MAX_PAGES):
-            res = await self.request(method, {"cursor": cursor} if cursor else None)
-            items.extend(parse_list(model, res.get(key, []), method, key))
-            nxt = res.get("nextCursor")
-            if not nxt:
-                return items
-            if not isinstance(nxt, str) or nxt in seen:
-                raise PaginationError(
-                    f"the server repeated cursor {str(nxt)[:40]!r} for {method}; stopping"
-                )
-            seen.add(nxt)
-            cursor = nxt
-        raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
-
     async def list_tools(self) -> list[t.Tool]:
         """Every tool, following ``nextCursor`` (a repeating cursor raises).
 
         A tool whose ``x-mcp-header`` declarations are invalid (empty, not a header token,
         duplicated, or on a non-primitive parameter) is left out, with a warning: calling
         it could not be routed correctly over HTTP."""
-        tools = await self._all_pages("tools/list", "tools", t.Tool)
-        kept: list[t.Tool] = []
-        headers: dict[str, dict[str, str]] = {}
-        for tool in tools:
-            try:
-                declared = param_headers(tool.input_schema)
-            except ValueError as exc:
-                log.warning("ignoring tool %r: %s", tool.name, exc)
-                continue
-            if declared:
-                headers[tool.name] = declared
-            kept.append(tool)
+        kept, headers = routable(await all_pages(self.request, "tools/list", "tools", t.Tool))
         self._outputs.replace(kept)
         if self.http_transport is not None:
             self.http_transport.param_headers = headers
         return kept
 
     async def list_tools_page(self, cursor: str | None = None) -> tuple[list[t.Tool], str | None]:
+        """One page of ``tools/list`` and the cursor of the next (None: the last)."""
         res = await self.request("tools/list", {"cursor": cursor} if cursor else None)
         tools = parse_list(t.Tool, res.get("tools", []), "tools/list", "tools")
         return tools, res.get("nextCursor")
@@ -455,27 +428,34 @@ class Client:
         return result
 
     async def list_resources(self) -> list[t.Resource]:
-        return await self._all_pages("resources/list", "resources", t.Resource)
+        """Every resource, following ``nextCursor``."""
+        return await all_pages(self.request, "resources/list", "resources", t.Resource)
 
     async def list_resource_templates(self) -> list[t.ResourceTemplate]:
-        return await self._all_pages("resources/templates/list", "resourceTemplates",
+        """Every resource template, following ``nextCursor``."""
+        return await all_pages(self.request, "resources/templates/list", "resourceTemplates",
                                      t.ResourceTemplate)
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
+        """The contents of ``uri`` (an unknown URI is the server's ``RemoteError``)."""
         return parse(t.ReadResourceResult, await self.request("resources/read", {"uri": uri}),
                      "resources/read")
 
     async def subscribe(self, uri: str) -> None:
+        """Be told when ``uri`` changes (``notifications/resources/updated``)."""
         await self.request("resources/subscribe", {"uri": uri})
 
     async def unsubscribe(self, uri: str) -> None:
+        """Stop being told when ``uri`` changes."""
         await self.request("resources/unsubscribe", {"uri": uri})
 
     async def list_prompts(self) -> list[t.Prompt]:
-        return await self._all_pages("prompts/list", "prompts", t.Prompt)
+        """Every prompt, following ``nextCursor``."""
+        return await all_pages(self.request, "prompts/list", "prompts", t.Prompt)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> t.GetPromptResult:
+        """Prompt ``name`` filled in with ``arguments``."""
         params: JSONObject = {"name": name}
         if arguments:
             params["arguments"] = arguments
@@ -498,6 +478,8 @@ class Client:
         return parse(t.Completion, res.get("completion", {}), "completion/complete")
 
     async def set_logging_level(self, level: str) -> None:
+        """Ask for log messages at ``level`` and above (``ValueError`` for an unknown one);
+        in 2026-07-28 the level travels in every later request."""
         if level not in LOG_LEVELS:
             raise ValueError(f"unknown log level {level!r}; use one of {', '.join(LOG_LEVELS)}")
         if self.stateless_version is not None:

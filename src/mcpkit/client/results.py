@@ -1,22 +1,29 @@
 """Checking what a server answers before the client hands it on.
 
 A result becomes a typed model (``InvalidResult`` when it lacks the protocol's shape,
-rather than pydantic's error); a tool's ``x-mcp-header`` declarations are checked before
-the client routes calls by them (2026-07-28); a tool's ``structuredContent`` is checked
-against the ``outputSchema`` it advertised (``OutputSchemaError``).
+rather than pydantic's error); a listing is followed through its pages
+(``PaginationError`` when the cursors go round in circles); a tool's ``x-mcp-header``
+declarations are checked before the client routes calls by them (2026-07-28); a tool's
+``structuredContent`` is checked against the ``outputSchema`` it advertised
+(``OutputSchemaError``).
 """
 
 from __future__ import annotations
 
+import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..protocol.errors import InvalidResult, OutputSchemaError
+from ..protocol.errors import InvalidResult, OutputSchemaError, PaginationError
+from ..protocol.jsonrpc import JSONObject
 from . import types as t
 
 M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("mcpkit.client")
+MAX_PAGES = 10_000
 
 _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
@@ -37,6 +44,49 @@ def parse_list(model: type[M], value: Any, method: str, key: str) -> list[M]:
         raise InvalidResult(f"the server's answer to {method} is malformed: {key!r} must be "
                             f"an array, got {type(value).__name__}")
     return [parse(model, item, method) for item in value]
+
+
+async def all_pages(request: Callable[[str, JSONObject | None], Awaitable[JSONObject]],
+                    method: str, key: str, model: type[M]) -> list[M]:
+    """Every item of the listing ``method`` (its result's ``key``), page after page.
+
+    Raises ``PaginationError`` when a cursor comes back (or is not a string) or after
+    ``MAX_PAGES`` pages, ``InvalidResult`` for a malformed page, and what ``request``
+    raises."""
+    items: list[M] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        res = await request(method, {"cursor": cursor} if cursor else None)
+        items.extend(parse_list(model, res.get(key, []), method, key))
+        nxt = res.get("nextCursor")
+        if not nxt:
+            return items
+        if not isinstance(nxt, str) or nxt in seen:
+            raise PaginationError(
+                f"the server repeated cursor {str(nxt)[:40]!r} for {method}; stopping"
+            )
+        seen.add(nxt)
+        cursor = nxt
+    raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
+
+
+def routable(tools: list[t.Tool]) -> tuple[list[t.Tool], dict[str, dict[str, str]]]:
+    """The tools whose ``x-mcp-header`` declarations are valid, and those declarations
+    (``{tool: {parameter: header}}``). A tool with an invalid one is left out with a
+    warning: a call to it could not be routed correctly over HTTP."""
+    kept: list[t.Tool] = []
+    headers: dict[str, dict[str, str]] = {}
+    for tool in tools:
+        try:
+            declared = param_headers(tool.input_schema)
+        except ValueError as exc:
+            log.warning("ignoring tool %r: %s", tool.name, exc)
+            continue
+        if declared:
+            headers[tool.name] = declared
+        kept.append(tool)
+    return kept, headers
 
 
 def param_headers(schema: Any) -> dict[str, str]:
