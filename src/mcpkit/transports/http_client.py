@@ -46,6 +46,7 @@ from anyio.abc import TaskGroup
 
 from ..protocol.connection import Connection, Event, Outgoing
 from ..protocol.errors import LocalProtocolError, TransportError
+from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
 from ..session import NotificationHandler, RequestHandler, Session
@@ -124,7 +125,7 @@ class HttpClientTransport:
         # every connection attempt got through.
         self.unreachable: str | None = None
         self._legacy_tried = False
-        self._posts: dict[object, anyio.CancelScope] = {}  # stateless request id -> its POST
+        self._posts: dict[RequestId, anyio.CancelScope] = {}  # a stateless request's POST
         self._ready = anyio.Event()  # cleared while the handshake's last step is under way
         self._ready.set()
         self._renew_lock = anyio.Lock()  # after a 404: one new session, not one per request
@@ -134,6 +135,7 @@ class HttpClientTransport:
 
     @property
     def closed(self) -> bool:
+        """Whether ``aclose`` ran: nothing more is sent, and streams are not reopened."""
         return self._closed
 
     # ------------------------------------------------------------------ Output
@@ -151,8 +153,8 @@ class HttpClientTransport:
 
     def _close_post(self, out: Outgoing) -> bool:
         """Cancel a stateless request by closing its POST (True), not with a message."""
-        params = out.params or {}
-        scope = self._posts.get(params.get("requestId"))
+        rid = (out.params or {}).get("requestId")
+        scope = self._posts.get(rid) if isinstance(rid, str | int) else None
         if scope is None:
             return False
         scope.cancel()
@@ -200,17 +202,17 @@ class HttpClientTransport:
         """POST one message; a failure fails its request (or is logged)."""
         if out.method not in HANDSHAKE:
             await self._ready.wait()
-        routing = None
-        if out.id is not None and out.method is not None:
+        rid, routing = out.id, None
+        if rid is not None and out.method is not None:
             routing = routing_headers(out.method, out.params, self.param_headers)
         try:
-            if routing is not None:
+            if rid is not None and routing is not None:
                 with anyio.CancelScope() as scope:
-                    self._posts[out.id] = scope
+                    self._posts[rid] = scope
                     try:
                         await self._post(out, routing)
                     finally:
-                        self._posts.pop(out.id, None)
+                        self._posts.pop(rid, None)
             else:
                 await self._post(out)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
