@@ -20,7 +20,7 @@ import pytest
 from mcpkit import ConnectionClosed, RemoteError, TransportError
 from mcpkit.client import Client
 from mcpkit.protocol.errors import INTERNAL_ERROR, INVALID_PARAMS, TRANSPORT_ERROR
-from tests.support.http import LATEST, LiveServer, everything_server
+from tests.support.http import LATEST, LiveServer, everything_server, read_body, replaying
 
 LIMIT = 20
 Answer = tuple[int, str, bytes]  # status, content type, body
@@ -47,12 +47,7 @@ class Faulty:
         if scope["type"] != "http" or scope["method"] != "POST":
             await self.app(scope, receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         msg = orjson.loads(body)
         headers = dict(scope["headers"])
         self.posted.append((msg, (headers.get(b"mcp-session-id") or b"").decode() or None))
@@ -63,15 +58,6 @@ class Faulty:
                         "headers": [(b"content-type", ctype.encode())]})
             await send({"type": "http.response.body", "body": data})
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
         garble = self.garble(msg)
         sse = False
 
@@ -86,7 +72,7 @@ class Faulty:
                            + message["body"]}
             await send(message)
 
-        await self.app(scope, replay, send_garbled)
+        await self.app(scope, replaying(body, receive), send_garbled)
 
     def sent(self, method: str) -> list[tuple[dict[str, Any], str | None]]:
         return [(m, sid) for m, sid in self.posted if m.get("method") == method]
