@@ -15,6 +15,7 @@ import logging
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 import httpx
 import orjson
 
@@ -111,9 +112,13 @@ class AnswerReader:
         try:
             async for chunk in resp.aiter_bytes():
                 for event in parser.feed(chunk):
-                    if event.event == "message" and event.data.strip() and (
-                            self.deliver(event.data, rid)):
+                    if event.event != "message" or not event.data.strip():
+                        continue
+                    if self.deliver(event.data, rid):
                         answered = True
+                    # Let what this message started (a progress callback) take its first
+                    # step before the next message, which may be the answer, is fed.
+                    await anyio.lowlevel.checkpoint()
         except (httpx.ReadError, httpx.RemoteProtocolError):
             pass  # the connection was cut: the caller resumes it, or gives up
         return answered
