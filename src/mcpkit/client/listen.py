@@ -106,7 +106,9 @@ class Listens:
     @asynccontextmanager
     async def open(self, request: ListenRequest, notifications: JSONObject
                    ) -> AsyncIterator[ListenStream]:
-        """Run one subscription (``request``) for as long as the block lasts."""
+        """Run one subscription (``request``) for as long as the block lasts; leaving the
+        block cancels it. Raises nothing itself: the subscription's error, if it ends with
+        one, is raised to the reader of the stream (see ``ListenStream``)."""
         send, receive = anyio.create_memory_object_stream[JSONObject](256)
         changes = ListenStream(receive)
         ids: list[RequestId] = []

@@ -4,8 +4,8 @@
 sockets: a transport feeds it what the peer sent (``receive_data`` for a newline-framed
 byte stream, ``receive_message`` for one decoded message) and is told through its
 ``Output`` when the connection has messages to send. Byte transports (stdio, memory) get
-their ``Output`` from ``BytePump`` (``session.pump``); HTTP routes messages to response
-streams instead (``transports.http_streams``).
+their ``Output`` from ``BytePump`` (``session.pump``); an HTTP server routes messages to
+response streams (``transports.http_streams``), an HTTP client POSTs each one.
 
 Protocol methods answered by the core or by a synchronous handler are answered inline,
 without a task; only handlers that may wait run in their own task (a plain ``asyncio``
