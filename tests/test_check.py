@@ -20,7 +20,13 @@ import pytest
 from mcpkit.check import Report, Target, run_check
 from mcpkit.check.rules import matrix
 from tests.support.asgi_tap import AsgiTap
-from tests.support.http import LiveServer, everything_server, free_port
+from tests.support.http import (
+    LiveServer,
+    everything_server,
+    free_port,
+    read_body,
+    replaying,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -311,13 +317,7 @@ def _modern_only(app: Any, *, get_status: int = 405) -> Any:
             await send({"type": "http.response.start", "status": get_status, "headers": []})
             await send({"type": "http.response.body", "body": b""})
             return
-        chunks = []
-        while True:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            if not message.get("more_body"):
-                break
-        body = b"".join(chunks)
+        body = await read_body(receive)
         try:
             msg = orjson.loads(body)
         except orjson.JSONDecodeError:
@@ -330,16 +330,7 @@ def _modern_only(app: Any, *, get_status: int = 405) -> Any:
                         "headers": [(b"content-type", b"application/json")]})
             await send({"type": "http.response.body", "body": orjson.dumps(error)})
             return
-        replayed = False
-
-        async def replay() -> Any:
-            nonlocal replayed
-            if replayed:
-                return await receive()
-            replayed = True
-            return {"type": "http.request", "body": body, "more_body": False}
-
-        await app(scope, replay, send)
+        await app(scope, replaying(body, receive), send)
 
     return wrapped
 

@@ -135,6 +135,22 @@ async def test_fallback_to_http_sse_for_2024_11_05(
     assert any(p == "/messages" for m, p in methods if m == "POST")
 
 
+@pytest.mark.anyio
+@pytest.mark.parametrize("anyio_backend", ["trio"])
+@pytest.mark.parametrize("mode", ["stateful", "stateless"])
+async def test_client_on_trio(live: tuple[LiveServer, Any, Recorder], mode: str) -> None:
+    """The HTTP client runs on anyio, so on trio too; a progress notification reaches
+    its callback before the caller gets the answer that followed it on the stream."""
+    srv, _app, _rec = live
+    with anyio.fail_after(30):
+        async with Client(srv.url, mode=mode) as client:
+            assert (await client.call_tool("echo", {"text": "trio"})).text == "trio"
+            progress: list[float] = []
+            await client.call_tool("sleep", {"seconds": 1},
+                                   on_progress=lambda p, t, m: progress.append(p))
+            assert progress == [1.0]
+
+
 def test_session_cap_10000_then_503_existing_sessions_unaffected() -> None:
     app = everything.asgi_app(max_sessions=10_000)
     srv = LiveServer(app)
@@ -211,7 +227,7 @@ def test_header_value_encodes_what_is_not_plain_visible_ascii() -> None:
     base64 form itself are sent as ``=?base64?...?=``; plain values as they are."""
     import base64
 
-    from mcpkit.transports.http_client import header_value
+    from mcpkit.transports.http_routing import header_value
 
     assert header_value("get_weather") == "get_weather"
     for raw in ("caf\u00e9", "a\nb", " lead", "trail ", "=?base64?aGk=?="):

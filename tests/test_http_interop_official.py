@@ -24,7 +24,7 @@ server->client requests (sampling and elicitation on the tool call's SSE stream,
 and ping on the standalone GET stream and on the request stream) answered by mcpkit's
 handlers over HTTP. The fixture runs behind ``AsgiTap`` writing a log, which is
 replayed through ``WireChecker(side="client")``; an httpx event hook on mcpkit's
-``HttpClientStream`` (its ``http=`` parameter) records the HTTP requests it made. Every
+``HttpClientTransport`` (the client's ``http_client``) records the HTTP requests it made. Every
 session ends with the client's ``DELETE``, after which the server answers 404 for its
 id. The last tests end the session behind the client's back: the next request gets 404
 and the client must start exactly one new session (with its GET stream open before the
@@ -43,7 +43,7 @@ import tempfile
 import threading
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -65,8 +65,6 @@ from mcp_types import REQUEST_TIMEOUT
 from mcpkit import RemoteError, RequestTimeout
 from mcpkit.client import Client
 from mcpkit.client import types as t
-from mcpkit.session import ByteStream
-from mcpkit.transports.http_client import HttpClientStream
 from tests.support.asgi_tap import AsgiTap, read_log
 from tests.support.recording import Recording
 from tests.support.schemas import WireChecker
@@ -794,17 +792,17 @@ class LoggedHttpClient(Client):
     """mcpkit's ``Client`` over Streamable HTTP whose httpx client records exchanges."""
 
     def __init__(self, url: str, log: HttpLog, **options: Any) -> None:
-        super().__init__(url, **options)
+        self.http = httpx.AsyncClient(timeout=httpx.Timeout(options.get("timeout", 30.0),
+                                                            read=None),
+                                      event_hooks=log.hooks())
+        super().__init__(url, http_client=self.http, **options)
         self.http_log = log
-        self.http_stream: HttpClientStream | None = None
 
-    async def _open_stream(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup) -> ByteStream:
-        http = httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, read=None),
-                                 event_hooks=self.http_log.hooks())
-        stack.push_async_callback(http.aclose)  # after the stream's own aclose (DELETE)
-        self.http_stream = HttpClientStream(str(self.target), tg, http=http,
-                                            timeout=self.timeout)
-        return self.http_stream
+    async def __aexit__(self, *exc: object) -> None:
+        try:
+            await super().__aexit__(*exc)
+        finally:
+            await self.http.aclose()  # after the transport's own aclose (DELETE)
 
 
 @dataclass
@@ -850,11 +848,11 @@ async def mcpkit_client(tmp_path: Path, *, version: str | None = None, json_mode
             protocol_version=version, timeout=15.0, **options)
         run = BRun(client, rec, http, served.url, tap_log)
         async with client:
-            assert client.http_stream is not None
-            run.session_id = client.http_stream.session_id
+            assert client.http_transport is not None
+            run.session_id = client.http_transport.session_id
             assert run.session_id
             yield run
-            run.final_session_id = client.http_stream.session_id
+            run.final_session_id = client.http_transport.session_id
         entries = read_log(tap_log)
         # the DELETE went out when the client closed, and ended the session
         last = http.exchanges[-1]
@@ -1115,14 +1113,14 @@ async def test_mcpkit_client_starts_a_new_session_after_404(tmp_path: Path) -> N
     with anyio.fail_after(TEST_TIMEOUT):
         async with mcpkit_client(tmp_path) as run:
             first = run.session_id
-            assert first is not None and run.client.http_stream is not None
+            assert first is not None and run.client.http_transport is not None
             async with httpx.AsyncClient(timeout=5) as http:
                 gone = await http.delete(run.url, headers={"mcp-session-id": first,
                                                            "mcp-protocol-version": LATEST})
             assert gone.status_code == 200
             res = await run.client.call_tool("echo", {"text": "again"})
             assert res.text == "again"
-            second = run.client.http_stream.session_id
+            second = run.client.http_transport.session_id
             assert second and second != first
             # the new session is complete: server->client requests work in it too
             res = await run.client.call_tool("ask_llm", {"question": "still there?"})
@@ -1157,10 +1155,10 @@ async def test_mcpkit_client_new_session_has_its_get_stream_first(tmp_path: Path
     before the request is resent, as in the first handshake."""
     with anyio.fail_after(TEST_TIMEOUT):
         async with mcpkit_client(tmp_path) as run:
-            assert run.session_id is not None and run.client.http_stream is not None
+            assert run.session_id is not None and run.client.http_transport is not None
             await run.client.ping()
             for _ in range(3):
-                await forget_session(run.url, run.client.http_stream.session_id or "")
+                await forget_session(run.url, run.client.http_transport.session_id or "")
                 res = await run.client.call_tool("show_roots", timeout=10)
                 assert json.loads(res.text)[0]["uri"] == ROOT_URI
     assert run.wire is not None
@@ -1173,9 +1171,9 @@ async def test_mcpkit_client_concurrent_requests_share_one_new_session(tmp_path:
     with anyio.fail_after(TEST_TIMEOUT):
         async with mcpkit_client(tmp_path) as run:
             client = run.client
-            assert client.http_stream is not None
+            assert client.http_transport is not None
             await client.ping()
-            first = client.http_stream.session_id
+            first = client.http_transport.session_id
             assert first is not None
             await forget_session(run.url, first)
             texts: list[str] = []
@@ -1188,7 +1186,7 @@ async def test_mcpkit_client_concurrent_requests_share_one_new_session(tmp_path:
                 for i in range(5):
                     tg.start_soon(echo, i)
             assert sorted(texts) == [f"m{i}" for i in range(5)]
-            second = client.http_stream.session_id
+            second = client.http_transport.session_id
             assert second and second != first
             await client.ping()
     assert run.wire is not None

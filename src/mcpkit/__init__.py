@@ -20,6 +20,7 @@ from .protocol.errors import (
     ResourceNotFound,
     ServerUnreachable,
     ToolError,
+    TransportError,
 )
 from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
 from .server import (
@@ -71,6 +72,7 @@ __all__ = [
     "ServerUnreachable",
     "Tool",
     "ToolError",
+    "TransportError",
     "__version__",
 ]
 

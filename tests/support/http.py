@@ -66,6 +66,31 @@ def everything_server() -> Any:
 _counter = itertools.count()
 
 
+async def read_body(receive: Callable[[], Any]) -> bytes:
+    """The whole body of an ASGI HTTP request."""
+    body = b""
+    while True:
+        message = await receive()
+        body += message.get("body", b"")
+        if not message.get("more_body"):
+            return body
+
+
+def replaying(body: bytes, receive: Callable[[], Any]) -> Callable[[], Any]:
+    """An ASGI ``receive`` that gives ``body`` (already read by a middleware) to the app
+    behind it, then whatever the client sends next (a disconnect)."""
+    replayed = False
+
+    async def replay() -> Any:
+        nonlocal replayed
+        if replayed:
+            return await receive()
+        replayed = True
+        return {"type": "http.request", "body": body, "more_body": False}
+
+    return replay
+
+
 class LiveServer:
     """A real uvicorn server running ``app`` in a thread; a context manager."""
 

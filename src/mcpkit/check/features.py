@@ -19,7 +19,7 @@ from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
 from ..protocol.stateless import CLIENT_INFO as META_INFO
 from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
 from ..protocol.versions import V2026_07_28
-from ..transports.http_client import header_value, param_header_value
+from ..transports.http_routing import header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint_input import ProvokedError, ToolCall

@@ -2,20 +2,31 @@
 
 The client's exceptions are defined with every other in ``mcpkit.protocol.errors`` (and
 exported from ``mcpkit``); they are re-exported here.
+
+| module | job |
+|---|---|
+| ``client`` | ``Client``: opening the session, the request path, the typed methods |
+| ``connect`` | what a target is reached through, and why a server could not start |
+| ``handlers`` | the application's answers to server requests, and the capabilities they declare |
+| ``stateless`` | the 2026-07-28 revision: ``server/discover``, per-request ``_meta``, MRTR |
+| ``listen`` | ``Client.listen``: ``subscriptions/listen`` streams |
+| ``results`` | typed results, ``x-mcp-header`` declarations, ``outputSchema`` checks |
+| ``types`` | the pydantic models of results |
 """
 
-from . import types
-from .client import (
-    Client,
+from ..protocol.errors import (
     HandshakeError,
     InvalidResult,
-    ListenStream,
     OutputSchemaError,
     PaginationError,
     ServerUnreachable,
+    TransportError,
 )
+from . import types
+from .client import Client
+from .listen import ListenStream
 
 __all__ = [
     "Client", "HandshakeError", "InvalidResult", "ListenStream", "OutputSchemaError",
-    "PaginationError", "ServerUnreachable", "types",
+    "PaginationError", "ServerUnreachable", "TransportError", "types",
 ]

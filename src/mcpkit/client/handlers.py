@@ -1,18 +1,23 @@
 """The client's answers to server->client requests: sampling, elicitation, roots.
 
-The application supplies plain callables; this module enforces the protocol rules around
-them: tool-use pairing in sampling messages, elicitation modes the client declared,
-schema defaults filled into accepted forms, and ``file://``-only roots.
+The application supplies plain callables (``Handlers`` holds them, and says which
+capabilities they let the client declare); this module enforces the protocol rules
+around them: tool-use pairing in sampling messages, elicitation modes the client
+declared, schema defaults filled into accepted forms, and ``file://``-only roots. The
+same answers serve a server's request in a session and an input request of a stateless
+(2026-07-28) multi-round-trip request.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import inspect
+from collections.abc import Awaitable, Callable, Coroutine, Sequence
 from typing import Any
 from urllib.parse import urlparse
 
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONObject
+from ..protocol.versions import Revision
 
 SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
 """Receives ``CreateMessageRequestParams``; returns a ``CreateMessageResult`` dict."""
@@ -122,3 +127,68 @@ def normalize_roots(value: Any) -> list[JSONObject]:
             raise ValueError(f"invalid root {uri!r}: roots must be file:// URIs without '..'")
         roots.append(root)
     return roots
+
+
+class Handlers:
+    """The application's handlers for what a server may ask (see the module docstring)."""
+
+    __slots__ = ("elicitation", "elicitation_modes", "roots", "sampling", "sampling_tools")
+
+    def __init__(
+        self,
+        sampling: SamplingHandler | None,
+        sampling_tools: bool,
+        elicitation: ElicitationHandler | None,
+        elicitation_modes: Sequence[str],
+        roots: RootsType | None,
+    ) -> None:
+        self.sampling = sampling
+        self.sampling_tools = sampling_tools  # declare sampling.tools (2025-11-25 and later)
+        self.elicitation = elicitation
+        self.elicitation_modes = tuple(elicitation_modes)
+        self.roots = roots
+
+    def capabilities(self, offered: Revision | None) -> JSONObject:
+        """What ``initialize`` declares when offering ``offered``: only what has a handler
+        (and exists in that revision)."""
+        caps: JSONObject = {}
+        if self.roots is not None:
+            caps["roots"] = {"listChanged": True}
+        if self.sampling is not None:
+            tools = self.sampling_tools and (offered is None or offered.has("sampling_tools"))
+            caps["sampling"] = {"tools": {}} if tools else {}
+        if self.elicitation is not None and (offered is None or offered.has("elicitation")):
+            modes: JSONObject = {m: {} for m in self.elicitation_modes}
+            caps["elicitation"] = {} if modes == {"form": {}} else modes
+        return caps
+
+    def stateless_capabilities(self) -> JSONObject:
+        """What each stateless request declares in its ``_meta``."""
+        caps: JSONObject = {}
+        if self.roots is not None:
+            caps["roots"] = {}
+        if self.sampling is not None:
+            caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
+        if self.elicitation is not None:
+            caps["elicitation"] = {m: {} for m in self.elicitation_modes}
+        return caps
+
+    def answer(self, method: str | None, params: JSONObject
+               ) -> Coroutine[Any, Any, JSONObject] | None:
+        """The answer to the server's ``method`` request, to be awaited; None when this
+        client has no handler for it. Awaiting raises ``InvalidParams`` for a request
+        that breaks the rules above, and whatever the application's handler raises."""
+        if method == "sampling/createMessage" and self.sampling is not None:
+            return handle_sampling(self.sampling, params, self.sampling_tools)
+        if method == "elicitation/create" and self.elicitation is not None:
+            return handle_elicitation(self.elicitation, params, self.elicitation_modes)
+        if method == "roots/list" and self.roots is not None:
+            return self._list_roots()
+        return None
+
+    async def _list_roots(self) -> JSONObject:
+        roots = self.roots
+        value: Any = roots() if callable(roots) else roots
+        if inspect.isawaitable(value):
+            value = await value
+        return {"roots": normalize_roots(value)}

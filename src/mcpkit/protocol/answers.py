@@ -70,8 +70,14 @@ class Answering(ConnectionBase):
                 return False
             if cap is not None and not has_capability(self.capabilities, cap):
                 return False
-        self._outbox.append(Outgoing(encode(notification_msg(method, params)), related))
+        self._queue_notification(method, params, related)
         return True
+
+    def _queue_notification(
+        self, method: str, params: JSONObject | None, related: RequestId | None = None
+    ) -> None:
+        self._outbox.append(Outgoing(encode(notification_msg(method, params)), related,
+                                     method=method, params=params))
 
     def _answering(self, rid: RequestId) -> _Inbound | None:
         """Take inbound request ``rid`` out of flight to answer it; None when the peer
@@ -156,9 +162,7 @@ class Answering(ConnectionBase):
         rev = rec.meta.revision if rec.meta is not None else self.revision
         if message is not None and rev is not None and rev.has("progress_message"):
             params["message"] = message
-        self._outbox.append(
-            Outgoing(encode(notification_msg("notifications/progress", params)), rid)
-        )
+        self._queue_notification("notifications/progress", params, rid)
         return True
 
     def wants_log(self, level: str) -> bool:

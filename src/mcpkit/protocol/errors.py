@@ -22,6 +22,10 @@ Hierarchy::
     ├── RemoteError               the peer answered a request of ours with an error
     ├── ConnectionClosed          the peer went away (EOF, process exit, transport broke)
     ├── RequestTimeout            a request of ours got no answer in time (it was cancelled)
+    ├── TransportError            the transport could not carry one request of ours or its
+    │   │                         answer (HTTP: unreachable, an HTTP error without a JSON-RPC
+    │   │                         answer, a cut stream it could not resume); code -32000
+    │   └── AnswerLost            a 2026-07-28 answer stream ended early; send the request again
     ├── CapabilityNotSupported    we were asked to use a feature the peer did not declare
     ├── ToolError                 raised by tool code: becomes an ``isError`` result whose
     │                             text is the exception's message, shown to the model
@@ -53,9 +57,9 @@ INVALID_PARAMS: Final = -32602
 INTERNAL_ERROR: Final = -32603
 # The implementation-defined range (-32000 to -32099), as MCP and mcpkit use it
 TRANSPORT_ERROR: Final = -32000
-"""The HTTP client transport could not carry a request (the server is unreachable, or
-answered with an HTTP error and no JSON-RPC body): the error it puts in place of the
-missing answer, so the waiting request fails instead of hanging."""
+"""The code of ``TransportError``: the HTTP client transport could not carry a request
+(the server is unreachable, or answered with an HTTP error and no JSON-RPC body). It is
+never sent; the waiting request fails with it instead of hanging."""
 SESSION_NOT_FOUND: Final = -32001
 """Streamable HTTP: the ``Mcp-Session-Id`` names no live session (HTTP 404)."""
 RESOURCE_NOT_FOUND: Final = -32002
@@ -177,6 +181,29 @@ class ConnectionClosed(MCPError):
 
 class RequestTimeout(MCPError):
     """A request got no answer within its timeout; it was cancelled on the peer."""
+
+
+class TransportError(MCPError):
+    """The transport could not carry one request of ours, or lost its answer: the HTTP
+    server could not be reached, answered with an HTTP error and no JSON-RPC answer
+    (``status``), or cut the answer stream and it could not be resumed.
+
+    Only that request failed; the session and the other requests in flight go on.
+    Whether the server acted on the request is unknown. ``code`` is ``TRANSPORT_ERROR``.
+    """
+
+    code: ClassVar[int] = TRANSPORT_ERROR
+
+    def __init__(self, message: str, *, status: int | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+
+
+class AnswerLost(TransportError):
+    """The answer stream of a 2026-07-28 request ended before its answer. That revision has
+    no resumption, and a closed stream cancels the request on the server, so the request
+    may be sent again as a new request (``Client.request`` does so, twice)."""
 
 
 class CapabilityNotSupported(MCPError):

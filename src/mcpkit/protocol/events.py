@@ -142,12 +142,28 @@ Event = (
 
 
 class Outgoing(Record):
-    """One serialized message, and the inbound request it belongs to (for HTTP routing)."""
+    """One serialized message, and what a message-level transport needs to know about it
+    without reading ``data`` back: the inbound request it belongs to (``related``, for a
+    server's HTTP routing) and, for a request or notification of ours, its ``method``,
+    ``params`` and (a request) ``id`` (for a client's HTTP headers and cancellation).
+    ``params`` is the object that was encoded: read it, never change it."""
 
-    __slots__ = ("data", "final", "related")
+    __slots__ = ("data", "final", "id", "method", "params", "related")
 
-    def __init__(self, data: bytes, related: RequestId | None = None, final: bool = False) -> None:
+    def __init__(
+        self,
+        data: bytes,
+        related: RequestId | None = None,
+        final: bool = False,
+        *,
+        method: str | None = None,
+        id: RequestId | None = None,
+        params: JSONObject | None = None,
+    ) -> None:
         self.data = data
         self.related = related
         self.final = final  # a response (or error) ending the exchange of ``related``
+        self.method = method  # a request's or notification's method; None for an answer
+        self.id = id  # the id of a request of ours; None for anything else
+        self.params = params
 

@@ -1,10 +1,12 @@
 """The ``initialize`` exchange of the stateful era: one job of a ``Connection``.
 
 The client offers a version (``start_handshake``) and accepts the server's choice if it
-speaks it, then sends ``notifications/initialized``; the server checks the request,
-negotiates (``versions.negotiate``) and answers with its capabilities shaped for the
-chosen revision. Which messages each state allows is ``lifecycle``'s table. What the
-handshake settled can be saved and taken back (``snapshot`` / ``restore``).
+speaks it, then sends ``notifications/initialized``; a client whose transport lost the
+server's side of the session starts one again on the same revision (``start_renewal``).
+The server checks the request, negotiates (``versions.negotiate``) and answers with its
+capabilities shaped for the chosen revision. Which messages each state allows is
+``lifecycle``'s table. What the handshake settled can be saved and taken back
+(``snapshot`` / ``restore``).
 """
 
 from __future__ import annotations
@@ -36,12 +38,34 @@ class Handshake(Requesting, Answering):
             raise LocalProtocolError(
                 f"cannot send 'initialize' in handshake state {self.state.value}"
             )
-        params = {
+        return self._send_request("initialize", self._initialize_params(version), None)
+
+    def start_renewal(self) -> RequestId:
+        """Client, in a ready session: send ``initialize`` again, offering the revision
+        already negotiated, because the transport lost the server's side of the session
+        (Streamable HTTP: 404 for an expired ``Mcp-Session-Id``) and starts a new one.
+
+        Other requests may go on meanwhile. The answer is checked like the first one: the
+        same revision updates the peer's info, capabilities and instructions, queues
+        ``notifications/initialized`` and reports ``SessionStarted``; a refusal, or another
+        revision (our requests were written for this one), reports ``HandshakeFailed`` and
+        closes the connection. Raises ``LocalProtocolError`` unless this is a client in a
+        ready session of a stateful revision."""
+        rev = self.revision
+        if self.role is not Role.CLIENT or self.state is not State.READY or (
+                rev is None or not rev.stateful):
+            raise LocalProtocolError(
+                f"only a client in a ready stateful session renews it (state "
+                f"{self.state.value})"
+            )
+        return self._send_request("initialize", self._initialize_params(rev.version), None)
+
+    def _initialize_params(self, version: str | None) -> JSONObject:
+        return {
             "protocolVersion": version or self._latest,
             "capabilities": self.capabilities,
             "clientInfo": self.info,
         }
-        return self._send_request("initialize", params, None)
 
     def snapshot(self) -> dict[str, Any]:
         """What the handshake settled, for a session store (see ``restore``)."""
@@ -103,12 +127,22 @@ class Handshake(Requesting, Answering):
 
     def _on_initialize_result(self, res: JSONObject, events: list[Event]) -> None:
         version = res.get("protocolVersion")
+        renewed = self.revision if self.state is State.READY else None  # see start_renewal
         if not isinstance(version, str) or version not in self.versions:
             self.lifecycle.close()
             events.append(
                 HandshakeFailed(
                     f"the server chose protocol revision {version!r}, which this client does "
                     f"not support (supported: {', '.join(self.versions)})"
+                )
+            )
+            return
+        if renewed is not None and version != renewed.version:
+            self.lifecycle.close()
+            events.append(
+                HandshakeFailed(
+                    f"the server started the new session with protocol revision {version}, "
+                    f"not {renewed.version} as before"
                 )
             )
             return
@@ -121,7 +155,10 @@ class Handshake(Requesting, Answering):
         instructions = res.get("instructions")
         if isinstance(instructions, str):
             self.peer_instructions = instructions
-        self.send_notification("notifications/initialized")
+        if renewed is None:
+            self.send_notification("notifications/initialized")
+        else:  # the handshake state stays READY: the lifecycle has nothing to advance
+            self._queue_notification("notifications/initialized", None)
         events.append(
             SessionStarted(
                 rev,

@@ -1,10 +1,10 @@
 """Our requests to the peer: one job of a ``Connection``.
 
 A request gets the next integer id and is tracked until its answer arrives (matched in
-``inbound``), it is cancelled, or the connection ends. Sending is gated: by the
-handshake state (``LocalProtocolError`` when too early), by the negotiated revision's
-method set and by the peer's declared capabilities (``CapabilityNotSupported``). A
-progress token names one request at a time.
+``inbound``), it is cancelled, the transport abandons it, or the connection ends. Sending
+is gated: by the handshake state (``LocalProtocolError`` when too early), by the
+negotiated revision's method set and by the peer's declared capabilities
+(``CapabilityNotSupported``). A progress token names one request at a time.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from .events import Outgoing
 from .jsonrpc import JSONObject, RequestId, encode
 from .jsonrpc import notification as notification_msg
 from .jsonrpc import request as request_msg
-from .lifecycle import Role
+from .lifecycle import Role, State
 from .methods import (
     CLIENT_CAPABILITY_FOR_REQUEST,
     SERVER_CAPABILITY_FOR_REQUEST,
@@ -82,7 +82,8 @@ class Requesting(ConnectionBase):
         self._outbound[rid] = _Outbound(method, token)
         if method == "initialize":
             self.lifecycle.advance("send:initialize")
-        self._outbox.append(Outgoing(encode(request_msg(rid, method, params)), related))
+        self._outbox.append(Outgoing(encode(request_msg(rid, method, params)), related,
+                                     method=method, id=rid, params=params))
         return rid
 
     def use_stateless(self, version: str) -> None:
@@ -108,8 +109,25 @@ class Requesting(ConnectionBase):
         params: JSONObject = {"requestId": rid}
         if reason:
             params["reason"] = reason
-        self._outbox.append(Outgoing(encode(notification_msg("notifications/cancelled", params))))
+        self._outbox.append(Outgoing(encode(notification_msg("notifications/cancelled", params)),
+                                     method="notifications/cancelled", params=params))
         return True
+
+    def abandon_request(self, rid: RequestId) -> str | None:
+        """Forget our pending request ``rid`` whose answer can never arrive: the transport
+        could not deliver it, or lost its answer (an HTTP POST that failed). Nothing is
+        sent to the peer; a late answer is ignored. Returns the request's method, or None
+        when it is no longer pending (answered, cancelled, or never sent).
+
+        Abandoning the first ``initialize`` ends the handshake: the connection closes, as
+        when the server refuses it."""
+        out = self._outbound.pop(rid, None)
+        if out is None:
+            return None
+        self._forget_token(out)
+        if out.method == "initialize" and self.lifecycle.state is State.INITIALIZING:
+            self.lifecycle.close()
+        return out.method
 
     def fail_pending(self) -> list[RequestId]:
         """Forget every pending outbound request (the connection is gone); return their ids."""

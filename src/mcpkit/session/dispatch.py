@@ -4,8 +4,8 @@
 sockets: a transport feeds it what the peer sent (``receive_data`` for a newline-framed
 byte stream, ``receive_message`` for one decoded message) and is told through its
 ``Output`` when the connection has messages to send. Byte transports (stdio, memory) get
-their ``Output`` from ``BytePump`` (``session.pump``); HTTP routes messages to response
-streams instead (``transports.http_streams``).
+their ``Output`` from ``BytePump`` (``session.pump``); an HTTP server routes messages to
+response streams (``transports.http_streams``), an HTTP client POSTs each one.
 
 Protocol methods answered by the core or by a synchronous handler are answered inline,
 without a task; only handlers that may wait run in their own task (a plain ``asyncio``
@@ -13,7 +13,8 @@ task on asyncio, a task-group child elsewhere), so a cancellation can stop exact
 request.
 
 Failure modes: when the session ends (``end``/``close``) every pending outbound request
-fails with ``ConnectionClosed`` and every running handler is cancelled.
+fails with ``ConnectionClosed`` and every running handler is cancelled; a transport that
+cannot carry one request fails just that one (``fail_request``).
 """
 
 from __future__ import annotations
@@ -40,12 +41,12 @@ from ..protocol.connection import (
     ProtocolViolation,
     RequestReceived,
     ResponseReceived,
-    SessionReady,
     SessionStarted,
 )
 from ..protocol.errors import (
     ConnectionClosed,
     InternalError,
+    MCPError,
     ProtocolError,
     RequestTimeout,
 )
@@ -241,7 +242,22 @@ class Session:
         """Hand queued messages to the output (after using ``conn`` directly)."""
         self._output.wake(False)
 
-    _kick = flush  # the former name, kept for callers not yet moved to ``flush``
+    def fail_request(self, rid: RequestId, error: MCPError) -> bool:
+        """The transport could not deliver our request ``rid`` or lost its answer: its
+        caller gets ``error`` (a ``TransportError``) now, and nothing is sent to the peer;
+        failing the first ``initialize`` fails the handshake. False when ``rid`` is no
+        longer pending (answered, cancelled or timed out meanwhile)."""
+        method = self.conn.abandon_request(rid)
+        if method is None:
+            return False
+        if method == "initialize" and not self._handshake_done:
+            self.handshake_error = str(error)
+            self._mark_started()
+        waiter = self._waiters.pop(rid, None)
+        if waiter is not None:
+            waiter.error = error
+            waiter.done.set()
+        return True
 
     @property
     def in_flight(self) -> int:
@@ -397,8 +413,6 @@ class Session:
                 self._mark_started()
             if self._on_event is not None:
                 self._on_event(self, event)
-            elif isinstance(event, SessionReady):
-                pass
 
     def _start_request(self, event: RequestReceived) -> None:
         handler = self._on_request
@@ -554,9 +568,10 @@ class Session:
 
         Raises ``RemoteError`` (the peer answered with an error), ``RequestTimeout`` (no
         answer within ``timeout`` seconds; ``notifications/cancelled`` was sent),
-        ``ConnectionClosed`` (the connection ended first) and ``CapabilityNotSupported``
-        (the peer or the revision lacks the feature; nothing was sent). If the caller is
-        cancelled, the request is cancelled on the peer too.
+        ``ConnectionClosed`` (the connection ended first), ``CapabilityNotSupported``
+        (the peer or the revision lacks the feature; nothing was sent) and whatever the
+        transport failed the request with (``fail_request``: a ``TransportError``). If
+        the caller is cancelled, the request is cancelled on the peer too.
         """
         if self._closed:
             raise ConnectionClosed("the connection to the peer is closed")

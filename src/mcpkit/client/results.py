@@ -1,0 +1,161 @@
+"""Checking what a server answers before the client hands it on.
+
+A result becomes a typed model (``InvalidResult`` when it lacks the protocol's shape,
+rather than pydantic's error); a listing is followed through its pages
+(``PaginationError`` when the cursors go round in circles); a tool's ``x-mcp-header``
+declarations are checked before the client routes calls by them (2026-07-28); a tool's
+``structuredContent`` is checked against the ``outputSchema`` it advertised
+(``OutputSchemaError``).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from ..protocol.errors import InvalidResult, OutputSchemaError, PaginationError
+from ..protocol.jsonrpc import JSONObject
+from . import types as t
+
+M = TypeVar("M", bound=BaseModel)
+log = logging.getLogger("mcpkit.client")
+MAX_PAGES = 10_000
+
+_TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
+
+
+def parse(model: type[M], value: Any, method: str) -> M:
+    """``model`` from a server's result; ``InvalidResult`` (not pydantic's error) if malformed."""
+    try:
+        return model.model_validate(value)
+    except ValidationError as exc:
+        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<result>'}: {e['msg']}"
+                          for e in exc.errors()[:3])
+        raise InvalidResult(f"the server's answer to {method} is malformed: {where}") from exc
+
+
+def parse_list(model: type[M], value: Any, method: str, key: str) -> list[M]:
+    """Each item of the array ``value`` (a result's ``key``) as ``model``."""
+    if not isinstance(value, list):
+        raise InvalidResult(f"the server's answer to {method} is malformed: {key!r} must be "
+                            f"an array, got {type(value).__name__}")
+    return [parse(model, item, method) for item in value]
+
+
+async def all_pages(request: Callable[[str, JSONObject | None], Awaitable[JSONObject]],
+                    method: str, key: str, model: type[M]) -> list[M]:
+    """Every item of the listing ``method`` (its result's ``key``), page after page.
+
+    Raises ``PaginationError`` when a cursor comes back (or is not a string) or after
+    ``MAX_PAGES`` pages, ``InvalidResult`` for a malformed page, and what ``request``
+    raises."""
+    items: list[M] = []
+    cursor: str | None = None
+    seen: set[str] = set()
+    for _ in range(MAX_PAGES):
+        res = await request(method, {"cursor": cursor} if cursor else None)
+        items.extend(parse_list(model, res.get(key, []), method, key))
+        nxt = res.get("nextCursor")
+        if not nxt:
+            return items
+        if not isinstance(nxt, str) or nxt in seen:
+            raise PaginationError(
+                f"the server repeated cursor {str(nxt)[:40]!r} for {method}; stopping"
+            )
+        seen.add(nxt)
+        cursor = nxt
+    raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
+
+
+def routable(tools: list[t.Tool]) -> tuple[list[t.Tool], dict[str, dict[str, str]]]:
+    """The tools whose ``x-mcp-header`` declarations are valid, and those declarations
+    (``{tool: {parameter: header}}``). A tool with an invalid one is left out with a
+    warning: a call to it could not be routed correctly over HTTP."""
+    kept: list[t.Tool] = []
+    headers: dict[str, dict[str, str]] = {}
+    for tool in tools:
+        try:
+            declared = param_headers(tool.input_schema)
+        except ValueError as exc:
+            log.warning("ignoring tool %r: %s", tool.name, exc)
+            continue
+        if declared:
+            headers[tool.name] = declared
+        kept.append(tool)
+    return kept, headers
+
+
+def param_headers(schema: Any) -> dict[str, str]:
+    """``{parameter: header name}`` from ``x-mcp-header`` annotations of an input schema
+    (2026-07-28); ``ValueError`` naming the first invalid declaration."""
+    props = schema.get("properties") if isinstance(schema, dict) else None
+    out: dict[str, str] = {}
+    seen: set[str] = set()
+    for param, sub in (props.items() if isinstance(props, dict) else ()):
+        if not isinstance(sub, dict) or "x-mcp-header" not in sub:
+            continue
+        name = sub["x-mcp-header"]
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"parameter {param!r}: x-mcp-header must be a non-empty string")
+        if not _TOKEN.match(name):
+            raise ValueError(f"parameter {param!r}: x-mcp-header {name!r} is not a header token")
+        if name.lower() in seen:
+            raise ValueError(f"x-mcp-header {name!r} is declared twice")
+        kind = sub.get("type")
+        if kind not in ("string", "integer", "boolean"):
+            raise ValueError(f"parameter {param!r}: x-mcp-header needs a string, integer or "
+                             f"boolean parameter (got {kind!r})")
+        seen.add(name.lower())
+        out[param] = name
+    return out
+
+
+class OutputSchemas:
+    """Each listed tool's ``outputSchema``, and its validator, compiled on first use and
+    kept until the tool list changes."""
+
+    __slots__ = ("_schemas", "_validators")
+
+    def __init__(self) -> None:
+        self._schemas: dict[str, Any] = {}
+        self._validators: dict[str, Any] = {}
+
+    def knows(self, name: str) -> bool:
+        """Whether tool ``name`` was in the last tool list."""
+        return name in self._schemas
+
+    def replace(self, tools: list[t.Tool]) -> None:
+        """The tools of a new ``tools/list``."""
+        self._schemas = {tool.name: tool.output_schema for tool in tools}
+        self._validators.clear()
+
+    def forget(self) -> None:
+        """The server's tool list changed: nothing known is current."""
+        self._schemas.clear()
+        self._validators.clear()
+
+    def check(self, name: str, result: t.CallToolResult) -> None:
+        """Raise ``OutputSchemaError`` unless ``result`` of tool ``name`` has the
+        ``structuredContent`` its ``outputSchema`` asks for (no schema: nothing to check)."""
+        schema = self._schemas.get(name)
+        if not schema:
+            return
+        if result.structured_content is None:
+            raise OutputSchemaError(
+                f"tool {name!r} declares an outputSchema but returned no structuredContent"
+            )
+        validator = self._validators.get(name)
+        if validator is None:
+            import jsonschema_rs  # loaded with the first tool that declares a schema
+
+            validator = self._validators[name] = jsonschema_rs.validator_for(schema)
+        errors = [e.message for e in validator.iter_errors(result.structured_content)]
+        if errors:
+            raise OutputSchemaError(
+                f"tool {name!r} returned structuredContent that does not match its "
+                f"outputSchema: {'; '.join(errors[:3])}"
+            )
