@@ -1,12 +1,14 @@
 """Sessions: a sans-I/O ``Connection`` driven on anyio, for either role.
 
 ``dispatch.Session`` turns the connection's events into handler calls and answers;
-``pump.BytePump`` moves bytes between a ``ByteStream`` (stdio, memory) and a session.
+``pump.BytePump`` moves bytes between a ``ByteStream`` (stdio, memory) and a session;
+``interfaces`` declares the handler shapes and the ``Output`` a transport implements.
 HTTP transports give a session their own ``Output`` and feed it decoded messages.
 """
 
 from ..protocol.errors import RemoteError
-from .dispatch import (
+from .dispatch import Session
+from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
     HandlerResult,
@@ -14,7 +16,6 @@ from .dispatch import (
     Output,
     ProgressCallback,
     RequestHandler,
-    Session,
 )
 from .pump import BytePump, ByteStream
 

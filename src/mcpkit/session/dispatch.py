@@ -24,8 +24,8 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Awaitable, Callable, Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import anyio.lowlevel
@@ -52,6 +52,14 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.record import Record
+from .interfaces import (
+    DEFAULT_DRAIN_TIMEOUT,
+    ENDLESS_METHODS,
+    NotificationHandler,
+    Output,
+    ProgressCallback,
+    RequestHandler,
+)
 from .loop import running_asyncio_loop, task_factory
 from .pump import BytePump
 
@@ -59,19 +67,6 @@ if TYPE_CHECKING:
     from .pump import ByteStream
 
 log = logging.getLogger("mcpkit")
-
-
-HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
-RequestHandler = Callable[["Session", RequestReceived], HandlerResult]
-"""Answers an inbound request: a result now, or a coroutine producing it (run in a task).
-Raising ``ProtocolError`` answers with that error."""
-NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
-ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
-
-
-DEFAULT_DRAIN_TIMEOUT = 1.0
-"""Seconds in-flight handlers may run on after the input ended, before they are cancelled.
-Short on purpose: MCP clients wait about 2 s after closing stdin before they SIGTERM."""
 
 
 class _Waiter(Record):
@@ -88,22 +83,6 @@ class _Waiter(Record):
         self.result = result
         self.error = error
         self.on_progress = on_progress
-
-
-class Output(Protocol):
-    """Where a session's outgoing messages go (a byte pump, or HTTP response streams)."""
-
-    def wake(self, now: bool) -> None:
-        """Messages are queued in ``session.conn``: take them soon, without blocking.
-
-        ``now``: the last running handler just finished, so nothing else will add to them
-        in this turn of the event loop; an output that coalesces writes may write at once.
-        """
-
-
-ENDLESS_METHODS = frozenset({"subscriptions/listen"})
-"""Requests answered only when the peer ends them (a 2026-07-28 listen stream): at the end
-of input they are cancelled at once instead of being waited for."""
 
 
 class Session:

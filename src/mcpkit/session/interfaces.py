@@ -1,0 +1,45 @@
+"""What a session's users provide and rely on: handler shapes, the ``Output`` a transport
+implements, and the session's fixed policies.
+
+Kept apart from ``dispatch`` (the ``Session`` itself) so transports and the layers above
+can name these without reading the dispatcher.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Coroutine
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ..protocol.events import NotificationReceived, RequestReceived
+from ..protocol.jsonrpc import JSONObject
+
+if TYPE_CHECKING:
+    from .dispatch import Session
+
+HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
+RequestHandler = Callable[["Session", RequestReceived], HandlerResult]
+"""Answers an inbound request: a result now, or a coroutine producing it (run in a task).
+Raising ``ProtocolError`` answers with that error."""
+NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
+
+
+DEFAULT_DRAIN_TIMEOUT = 1.0
+"""Seconds in-flight handlers may run on after the input ended, before they are cancelled.
+Short on purpose: MCP clients wait about 2 s after closing stdin before they SIGTERM."""
+
+
+class Output(Protocol):
+    """Where a session's outgoing messages go (a byte pump, or HTTP response streams)."""
+
+    def wake(self, now: bool) -> None:
+        """Messages are queued in ``session.conn``: take them soon, without blocking.
+
+        ``now``: the last running handler just finished, so nothing else will add to them
+        in this turn of the event loop; an output that coalesces writes may write at once.
+        """
+
+
+ENDLESS_METHODS = frozenset({"subscriptions/listen"})
+"""Requests answered only when the peer ends them (a 2026-07-28 listen stream): at the end
+of input they are cancelled at once instead of being waited for."""
