@@ -105,3 +105,27 @@ async def test_listen_stream_ends_quietly_or_with_its_error() -> None:
     with pytest.raises(RemoteError, match="gone"):
         await changes.receive()
     changes.close()
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("where", ["memory", "http"])
+async def test_a_listen_outlives_the_clients_request_timeout(where: str) -> None:
+    """A listen is answered only when the client ends it: the per-request timeout (here
+    0.3 s) must not end it with a RequestTimeout."""
+    server = everything_server()
+
+    async def check(target: Any) -> None:
+        async with Client(target, mode="stateless", timeout=0.3) as client:
+            with anyio.fail_after(15):
+                async with client.listen(tools=True) as changes:
+                    await changes.receive()  # the acknowledgement
+                    await anyio.sleep(0.8)  # well past the request timeout
+                    await client.call_tool("test_trigger_tool_change")
+                    note = await changes.receive()
+                    assert note["method"] == "notifications/tools/list_changed"
+
+    if where == "memory":
+        await check(server)
+    else:
+        with LiveServer(server.asgi_app()) as live:
+            await check(live.url)

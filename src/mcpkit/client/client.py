@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any
@@ -338,7 +339,9 @@ class Client:
             )
 
         async def subscribe(params: JSONObject, on_sent: Callable[[RequestId], None]) -> None:
-            await self.request("subscriptions/listen", params, timeout=None, on_sent=on_sent)
+            # Answered only when the client ends it: no per-request timeout applies.
+            await self.request("subscriptions/listen", params, timeout=math.inf,
+                               on_sent=on_sent)
 
         async with self._listens.open(
                 subscribe, wanted(tools, prompts, resources, resource_uris)) as changes:
