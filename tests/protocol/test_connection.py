@@ -1342,6 +1342,37 @@ def test_request_with_bad_id_answered_with_null_id(rid: Any) -> None:
     assert server.in_flight == 0
 
 
+@pytest.mark.parametrize("rid", [2**64, -(2**63) - 1])
+@pytest.mark.parametrize("version", [V2025_06_18, V2025_11_25])
+def test_decoded_id_past_64_bits_is_unreadable_not_a_crash(rid: int, version: str) -> None:
+    """Handed to receive_message by a decoder other than orjson, such an id used to be
+    accepted and then raised TypeError out of receive_message when echoed in the answer
+    (orjson writes 64-bit integers only). Now it is unreadable, as its float is on the
+    wire path: -32600 with id null (omitted in 2025-11-25)."""
+    server = ready_server(version)
+    events = server.receive_message({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+    assert norm(events) == [("violation", -32600)]
+    assert wire(server) == [unread(server, -32600)]
+    big = str(rid).encode()
+    assert norm(server.receive_data(b'{"jsonrpc":"2.0","id":' + big + b',"method":"ping"}\n')
+                ) == [("violation", -32600)]
+    assert wire(server) == [unread(server, -32600)]
+    assert server.receive_message(request(2**64 - 1, "ping")) == []
+    assert wire(server) == [result(2**64 - 1, {})]
+
+
+def test_initialize_with_client_info_orjson_cannot_write_is_still_served() -> None:
+    """Sharing identical client info across sessions serializes it: an integer past 64
+    bits (from another decoder) raised TypeError out of receive_message."""
+    server = make_server()
+    params = {"protocolVersion": V2025_11_25, "capabilities": {"x": 2**70},
+              "clientInfo": {"name": "c", "version": "1", "build": 2**64}}
+    events = server.receive_message(request(1, "initialize", params))
+    assert [type(e) for e in events] == [SessionStarted]
+    assert wire(server)[0]["result"]["protocolVersion"] == V2025_11_25
+    assert server.peer_info["build"] == 2**64
+
+
 def test_params_array_refused() -> None:
     server = ready_server()
     assert norm(send(server, request(1, "tools/list", [1, 2]))) == [("violation", -32600)]
