@@ -1233,6 +1233,49 @@ def test_batch_with_invalid_elements_answers_each() -> None:
     ]
 
 
+MODERN_META = {
+    "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+    "io.modelcontextprotocol/clientCapabilities": {},
+}
+
+
+@pytest.mark.parametrize(
+    "first",
+    [
+        request(1, "nope/x"),  # -32601
+        request(1, "sampling/createMessage"),  # a server->client method: -32601
+        {"jsonrpc": "1.0", "id": 1, "method": "ping"},  # bad envelope, readable id
+        request(1, "tools/list", {"_meta": MODERN_META}),  # a 2026-07-28 request
+    ],
+    ids=["unknown-method", "wrong-direction", "bad-envelope", "modern"],
+)
+def test_batch_answer_is_named_by_its_first_request_id(first: dict[str, Any]) -> None:
+    """Streamable HTTP opens a batch POST's stream under its first element's request id
+    and routes the answer by ``Outgoing.related``. The connection named the batch after
+    the first request it *accepted* (none for a 2026-07-28 one), so a batch opening with
+    a refused request answered on no stream: the POST hung, the array went to the GET
+    stream."""
+    server = ready_server(V2025_03_26)
+    events = server.receive_message([first, request(2, "tools/call", {"name": "slow"})])
+    assert [type(e) for e in events][-1] is RequestReceived
+    assert server.messages_to_send() == []  # waiting for the handler
+    if "params" in first:  # the 2026-07-28 request reached the handler too
+        assert server.send_result(1, {"tools": []}) is True
+    assert server.send_result(2, {"content": []}) is True
+    (out,) = server.messages_to_send()
+    assert out.related == 1 and out.final
+    assert [m["id"] for m in orjson.loads(out.data)] == [1, 2]
+
+
+def test_batch_of_refusals_is_named_by_its_first_request_id() -> None:
+    server = ready_server(V2025_03_26)
+    server.receive_message([{"jsonrpc": "2.0", "method": 5}, request("x", "nope/x"),
+                            request("y", "nope/y")])
+    (out,) = server.messages_to_send()
+    assert out.related == "x"
+    assert [m["id"] for m in orjson.loads(out.data)] == [None, "x", "y"]
+
+
 def test_batch_with_duplicate_id_inside() -> None:
     server = ready_server(V2025_03_26)
     events = send(server, [request(1, "tools/list"), request(1, "tools/list")])
@@ -1340,6 +1383,37 @@ def test_request_with_bad_id_answered_with_null_id(rid: Any) -> None:
     ]
     assert wire(server) == [unread(server, -32600)]
     assert server.in_flight == 0
+
+
+@pytest.mark.parametrize("rid", [2**64, -(2**63) - 1])
+@pytest.mark.parametrize("version", [V2025_06_18, V2025_11_25])
+def test_decoded_id_past_64_bits_is_unreadable_not_a_crash(rid: int, version: str) -> None:
+    """Handed to receive_message by a decoder other than orjson, such an id used to be
+    accepted and then raised TypeError out of receive_message when echoed in the answer
+    (orjson writes 64-bit integers only). Now it is unreadable, as its float is on the
+    wire path: -32600 with id null (omitted in 2025-11-25)."""
+    server = ready_server(version)
+    events = server.receive_message({"jsonrpc": "2.0", "id": rid, "method": "ping"})
+    assert norm(events) == [("violation", -32600)]
+    assert wire(server) == [unread(server, -32600)]
+    big = str(rid).encode()
+    assert norm(server.receive_data(b'{"jsonrpc":"2.0","id":' + big + b',"method":"ping"}\n')
+                ) == [("violation", -32600)]
+    assert wire(server) == [unread(server, -32600)]
+    assert server.receive_message(request(2**64 - 1, "ping")) == []
+    assert wire(server) == [result(2**64 - 1, {})]
+
+
+def test_initialize_with_client_info_orjson_cannot_write_is_still_served() -> None:
+    """Sharing identical client info across sessions serializes it: an integer past 64
+    bits (from another decoder) raised TypeError out of receive_message."""
+    server = make_server()
+    params = {"protocolVersion": V2025_11_25, "capabilities": {"x": 2**70},
+              "clientInfo": {"name": "c", "version": "1", "build": 2**64}}
+    events = server.receive_message(request(1, "initialize", params))
+    assert [type(e) for e in events] == [SessionStarted]
+    assert wire(server)[0]["result"]["protocolVersion"] == V2025_11_25
+    assert server.peer_info["build"] == 2**64
 
 
 def test_params_array_refused() -> None:

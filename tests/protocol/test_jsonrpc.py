@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 import pytest
 
 from mcpkit.protocol import jsonrpc
@@ -119,9 +120,18 @@ def test_is_valid_id_refuses(rid: Any) -> None:
     assert is_valid_id(rid) is False
 
 
-@pytest.mark.parametrize("rid", [0, 1, -5, "", "a"])
+@pytest.mark.parametrize("rid", [0, 1, -5, "", "a", 2**64 - 1, -(2**63)])
 def test_is_valid_id_accepts(rid: Any) -> None:
     assert is_valid_id(rid) is True
+
+
+@pytest.mark.parametrize("rid", [2**64, -(2**63) - 1, 10**30])
+def test_is_valid_id_refuses_integers_orjson_cannot_write_back(rid: int) -> None:
+    """orjson reads such an integer in JSON text as a float (refused as an id), and cannot
+    serialize it in the answer: decoded by another library, it is unreadable too."""
+    assert is_valid_id(rid) is False
+    with pytest.raises(TypeError):
+        orjson.dumps(rid)
 
 
 @pytest.mark.parametrize("rid", [None, 1.5, True, [1]])

@@ -57,3 +57,25 @@ def test_any_chunking_gives_the_events_of_the_whole_stream() -> None:
             chunks.append(stream[i:i + n])
             i += n
         assert parse(*chunks) == expected, stream
+
+
+@pytest.mark.parametrize("value", ["\u00b2", "\u0661\u0662", "1\u00b2", "9" * 19, "9" * 5000])
+def test_retry_takes_at_most_18_ascii_digits(value: str) -> None:
+    """str.isdigit() accepts superscripts (int() then raised ValueError out of feed) and
+    other scripts' digits; more than 4,300 digits also raised. All are ignored now."""
+    parser = SSEParser()
+    events = parser.feed(f"retry: {value}\ndata: x\n\n".encode())
+    assert events == [SSEEvent("x", "message", None, None)] and parser.retry is None
+
+
+def test_retry_of_an_undispatched_block_does_not_stick_to_the_next_event() -> None:
+    parser = SSEParser()
+    assert parser.feed(b"retry: 5\n\ndata: x\n\n") == [SSEEvent("x", "message", None, None)]
+    assert parser.retry == 5
+
+
+@pytest.mark.parametrize("tail", [b"\n\n", b"\r", b"\r\n"])
+def test_a_long_line_is_refused_even_when_its_end_came_with_it(tail: bytes) -> None:
+    """Refused only when it arrived in pieces, before: the chunking decided."""
+    with pytest.raises(ValueError, match="longer than 10 bytes"):
+        SSEParser(max_line=10).feed(b"data: " + b"y" * 50 + tail)

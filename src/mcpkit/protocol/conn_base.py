@@ -60,7 +60,7 @@ class _Batch(Record):
     ) -> None:
         self.pending = set() if pending is None else pending
         self.parts = [] if parts is None else parts
-        self.key = key  # the first request id in it (names its answer for HTTP)
+        self.key = key  # its first element's request id (names its answer for HTTP)
         self.receiving = receiving  # still reading its elements: answers so far must wait
 
 

@@ -45,12 +45,11 @@ class LineBuffer:
     def feed(self, data: bytes) -> list[Line]:
         """Add ``data``; return the complete lines it finished (``b""`` = end of input)."""
         out: list[Line] = []
-        if not data:
-            tail = bytes(self._buf).rstrip(b"\r")
+        if not data:  # the last line ends as if a newline followed it
+            tail = bytes(self._buf)
             self._buf.clear()
             self._skipping = False
-            if tail.strip():
-                out.append(tail)
+            _add(tail, out)
             return out
         nl = data.find(b"\n")
         if nl == -1:

@@ -176,7 +176,10 @@ def _shared(value: JSONObject) -> JSONObject:
     """One shared copy of identical client info/capabilities across sessions (a server
     holding thousands of sessions from the same client keeps one dict, not thousands).
     The values are treated as read-only."""
-    key = encode(value)
+    try:
+        key = encode(value)
+    except TypeError:  # e.g. an integer past 64 bits, from a decoder other than orjson
+        return value
     if len(key) > 4096:
         return value
     found = _SHARED.get(key)

@@ -139,7 +139,7 @@ class Receiving(Handshake):
         if not items:
             self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
             return
-        batch = _Batch()
+        batch = _Batch(key=_first_request_id(items))
         for item in items:
             try:
                 msg = parse_message(item)
@@ -253,8 +253,6 @@ class Receiving(Handshake):
         rec = _Inbound(method, token, None, batch)
         if batch is not None:
             batch.pending.add(rid)
-            if batch.key is None:
-                batch.key = rid
         self._inbound[rid] = rec
         if self._cancelled:
             self._cancelled.pop(rid, None)  # the id is live again: answers go to this one
@@ -379,6 +377,17 @@ class Receiving(Handshake):
                                                   or self.revision.stateful):
             return  # nothing but the handshake means anything yet (stateless: no handshake)
         events.append(NotificationReceived(method, params))
+
+
+def _first_request_id(items: list[Any]) -> RequestId | None:
+    """The id a batch's answer is named by: that of its first element with a ``method``
+    and a readable ``id``, however that element is answered (an error, a refusal, a
+    2026-07-28 request): Streamable HTTP opens the POST's stream under this id."""
+    for item in items:
+        if type(item) is dict and "method" in item and is_valid_id(item.get("id")):
+            rid: RequestId = item["id"]
+            return rid
+    return None
 
 
 def _method_not_found(method: str, rev: Revision | None) -> MethodNotFound:

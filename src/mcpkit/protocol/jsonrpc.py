@@ -1,7 +1,10 @@
 """JSON-RPC 2.0 envelopes: parse once with orjson, check with plain code, serialize once.
 
 Invariants:
-- A request id is a ``str`` or an ``int`` (never ``bool``, ``float`` or ``None``).
+- A request id is a ``str`` or an ``int`` (never ``bool``, ``float`` or ``None``), and an
+  ``int`` only in the 64-bit range orjson reads and writes (-2**63 to 2**64 - 1): orjson
+  reads a longer integer in JSON text as a float, and cannot write a longer one back, so
+  an id outside it (handed to ``receive_message`` by another decoder) is unreadable too.
 - A response has exactly one of ``result`` / ``error``; MCP requires ``result`` and
   ``params`` to be JSON objects.
 - A message that cannot be read produces a ``ProtocolError`` that knows the id to answer
@@ -10,7 +13,7 @@ Invariants:
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -68,10 +71,16 @@ class BadMessage(Exception):
         self.id = id
 
 
+_INT_MIN: Final = -(2**63)
+_INT_END: Final = 2**64
+
+
 def is_valid_id(value: object) -> bool:
-    """True for a JSON-RPC id MCP allows: a string or an integer (not bool/float/null)."""
-    t = type(value)
-    return t is str or t is int
+    """True for a JSON-RPC id MCP allows: a string or an integer (not bool/float/null),
+    the integer one orjson can write back in the answer (64-bit)."""
+    if type(value) is int:
+        return _INT_MIN <= value < _INT_END
+    return type(value) is str
 
 
 def decode(data: bytes | str) -> Any:

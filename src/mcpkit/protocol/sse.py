@@ -2,9 +2,12 @@
 
 Follows the WHATWG event-stream rules that matter to MCP: lines end in LF, CR or CRLF;
 ``data`` lines accumulate (joined with LF); ``id`` sets the last event id (ignored when
-it contains NUL); ``retry`` takes digits only; comments (``:``) are skipped; an event is
-dispatched at a blank line and only when it has data or an id (a priming event). A
-field line longer than ``max_line`` is refused instead of buffered without bound.
+it contains NUL); ``retry`` takes ASCII digits only (and at most 18 of them: a longer
+value is no delay, and Python refuses to convert more than 4,300 digits); comments
+(``:``) are skipped; an event is dispatched at a blank line and only when it has data or
+an id (a priming event). A line longer than ``max_line`` bytes (without its line end) is
+refused with ``ValueError``, whether or not its end has arrived, so whatever the chunking
+the same streams are refused; nothing else is raised.
 """
 
 from __future__ import annotations
@@ -39,6 +42,8 @@ class SSEParser:
         self._retry_seen: int | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        """Add ``chunk``; return the events it completed. ``ValueError`` for a line longer
+        than ``max_line`` (the parser is then unusable: drop the stream)."""
         self._buf += chunk
         buf = self._buf
         events: list[SSEEvent] = []
@@ -51,6 +56,8 @@ class SSEParser:
                 if len(buf) - self._pos > self.max_line:
                     raise ValueError(f"SSE line longer than {self.max_line} bytes")
                 break
+            if idx - self._pos > self.max_line:
+                raise ValueError(f"SSE line longer than {self.max_line} bytes")
             end = idx + 1
             if idx == cr:
                 if end >= len(buf):
@@ -72,7 +79,7 @@ class SSEParser:
     def _line(self, line: str) -> SSEEvent | None:
         if not line:
             if not self._data and not self._id_seen:
-                self._event = ""
+                self._event, self._retry_seen = "", None
                 return None
             event = SSEEvent("\n".join(self._data), self._event or "message",
                              self.last_event_id, self._retry_seen)
@@ -91,7 +98,7 @@ class SSEParser:
             if "\x00" not in value:
                 self.last_event_id = value
                 self._id_seen = True
-        elif name == "retry" and value.isdigit():
+        elif name == "retry" and value.isascii() and value.isdigit() and len(value) <= 18:
             self.retry = self._retry_seen = int(value)
         return None
 
