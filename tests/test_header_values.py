@@ -123,3 +123,40 @@ def test_mismatches_are_still_refused(arguments: dict[str, Any], sent: dict[str,
     status, answer = asyncio.run(post(make_app(), arguments, sent))
     assert status == 400, answer
     assert answer["error"]["code"] == -32020
+
+
+@pytest.mark.parametrize("value, text, agree", [
+    (1000, "1000", True),
+    (-7, "-7", True),
+    (0, "0", True),
+    (1000, "1_000", False),  # int() would take these; a gateway routing on the text would not
+    (1000, "1e3", False),
+    (1000, "+1000", False),
+    (1000, "01000", False),
+    (1000, "1000.0", False),
+    (1000, "\u0661\u0660\u0660\u0660", False),  # Arabic-Indic digits
+    (2**53 + 1, "9007199254740992", False),  # 2**53: equal only after float rounding
+    (2**53 + 1, "9007199254740993", True),
+    (1.5, "1.5", True),
+    (1.0, "1", True),
+    (1e16, "1e+16", True),
+    (1.5, "1.50x", False),
+    (1.5, "nan", False),
+    pytest.param(1, "1" + "0" * 5000, False, id="more-digits-than-int-converts"),
+])
+def test_number_arguments_match_only_their_json_spelling(value: Any, text: str,
+                                                         agree: bool) -> None:
+    from mcpkit.transports.http_stateless import param_mismatch
+
+    why = param_mismatch({"n": "N"}, {"n": value}, {"mcp-param-n": text})
+    assert (why is None) is agree, why
+
+
+def test_a_malformed_base64_name_matches_no_name() -> None:
+    from mcpkit.transports.http_stateless import header_mismatch
+
+    params = {"name": "\x00invalid", "_meta": META}
+    headers = {"mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+               "mcp-name": "=?base64?***?="}
+    why = header_mismatch({"method": "tools/call"}, params, headers)
+    assert why is not None and "not valid" in why

@@ -11,6 +11,7 @@ and each ``x-mcp-header`` parameter of a tool its argument in ``Mcp-Param-<Name>
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -40,16 +41,35 @@ _BAD_REQUEST_CODES = frozenset({INVALID_REQUEST, HEADER_MISMATCH, MISSING_CLIENT
 """Errors of a stateless request answered with HTTP 400 (-32601 is 404, others 200)."""
 
 
-def decode_header(value: str) -> str:
-    """A header value, with the ``=?base64?…?=`` form for non-ASCII values decoded."""
+_INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
+_NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+"""A header's text for an integer / any number argument: JSON's number grammar, ASCII
+digits only (no spaces, underscores, ``+`` or other scripts' digits that ``int()`` takes),
+so a gateway that routes on the header sees the value the server checks."""
+
+
+def decode_header(value: str) -> str | None:
+    """A header value, with the ``=?base64?…?=`` form for non-ASCII values decoded; None
+    when that form is malformed (not strict base64 of UTF-8)."""
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
 
         try:
             return base64.b64decode(value[9:-2], validate=True).decode()
         except (ValueError, UnicodeDecodeError):
-            return "\x00invalid"
+            return None
     return value
+
+
+def _same_number(text: str, value: int | float) -> bool:
+    """Whether header ``text`` spells the number ``value``: integers exactly (no float
+    rounding: 2**53 + 1 is not 2**53), other numbers by value."""
+    try:
+        if isinstance(value, int):
+            return _INTEGER.fullmatch(text) is not None and int(text) == value
+        return _NUMBER.fullmatch(text) is not None and float(text) == value
+    except ValueError:  # more digits than int() converts
+        return False
 
 
 def param_mismatch(declared: dict[str, str], arguments: Any,
@@ -72,13 +92,12 @@ def param_mismatch(declared: dict[str, str], arguments: Any,
         if got is None:
             return f"the Mcp-Param-{header} header is missing (argument {param!r})"
         text = decode_header(got)
+        if text is None:
+            return f"Mcp-Param-{header} {got[:60]!r} is not valid =?base64?…?= of UTF-8"
         if isinstance(value, bool):
             ok = text == ("true" if value else "false")
         elif isinstance(value, int | float):
-            try:
-                ok = float(text) == float(value)
-            except ValueError:
-                ok = False
+            ok = _same_number(text, value)
         else:
             ok = text == value
         if not ok:
@@ -109,7 +128,10 @@ def header_mismatch(obj: dict[str, Any], params: dict[str, Any],
         got = headers.get("mcp-name")
         if got is None:
             return "the Mcp-Name header is missing"
-        if decode_header(got) != params.get(name_key):
+        name = decode_header(got)
+        if name is None:
+            return f"Mcp-Name {got[:60]!r} is not valid =?base64?…?= of UTF-8"
+        if name != params.get(name_key):
             return f"Mcp-Name {got[:60]!r} differs from the body's {name_key}"
         if method == "tools/call" and param_headers is not None:
             declared = param_headers(str(params.get("name")))
