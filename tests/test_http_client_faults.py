@@ -9,6 +9,7 @@ client is the public ``Client``; nothing of the protocol is mocked.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -245,3 +246,62 @@ async def test_server_gone_fails_requests_with_transport_error() -> None:
             assert client.http_transport.unreachable is not None
         finally:
             await client.__aexit__(None, None, None)
+
+
+class CutWithLongRetry:
+    """ASGI middleware: the SSE answer to a ``tools/call`` is cut after its first event
+    (the priming one), whose ``retry`` is raised to about 28 hours first."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+        self.cuts = 0
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await read_body(receive)
+        if orjson.loads(body).get("method") != "tools/call":
+            await self.app(scope, replaying(body, receive), send)
+            return
+        cut = False
+
+        async def cutting_send(message: Any) -> None:
+            nonlocal cut
+            if cut:
+                return  # the client is gone: the app's further events only reach its store
+            if message["type"] == "http.response.body" and message.get("body"):
+                data = re.sub(rb"retry: *[0-9]+", b"retry: 100000000", message["body"])
+                assert data != message["body"], "expected an SSE priming event with retry"
+                await send({"type": "http.response.body", "body": data, "more_body": False})
+                cut = True
+                self.cuts += 1
+                return
+            await send(message)
+
+        replay = replaying(body, receive)
+
+        async def cut_receive() -> Any:
+            if cut:
+                return {"type": "http.disconnect"}
+            return await replay()
+
+        await self.app(scope, cut_receive, cutting_send)
+
+
+@pytest.mark.anyio
+async def test_a_servers_huge_retry_is_capped() -> None:
+    """A server may ask for any ``retry`` delay; the client waits at most
+    ``max_retry_delay`` (30 s by default, 0.2 s here) before resuming the cut stream."""
+    app = CutWithLongRetry(everything_server().asgi_app())
+    progress: list[float] = []
+    with LiveServer(app) as live:
+        async with Client(live.url, protocol_version=LATEST) as client:
+            assert client.http_transport is not None
+            client.http_transport.reader.max_retry_delay = 0.2
+            with anyio.fail_after(LIMIT):  # (progress: the answer comes as SSE)
+                result = await client.call_tool("sleep", {"seconds": 1},
+                                                on_progress=lambda p, t, m: progress.append(p))
+            assert result.text == "Slept 1 seconds."
+    assert app.cuts == 1
+    assert progress == [1.0]  # sent while the stream was cut: replayed on resumption

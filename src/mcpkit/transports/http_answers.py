@@ -30,12 +30,22 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpkit.client.http")
 
 
+MAX_RETRY_DELAY = 30.0
+"""Seconds at most between reconnections, whatever ``retry`` a server asks for (a hostile
+or broken one could otherwise stall the client for days)."""
+
+
 class AnswerReader:
     """Feeds what a server sends over HTTP to the session of ``transport``."""
 
     def __init__(self, transport: HttpClientTransport, max_resumes: int) -> None:
         self.transport = transport
         self.max_resumes = max_resumes  # resumptions of one cut stream before giving up
+        self.max_retry_delay = MAX_RETRY_DELAY
+
+    def _retry_delay(self, parser: SSEParser) -> float:
+        """The server's ``retry`` (1 s when it gave none), capped at ``max_retry_delay``."""
+        return min((parser.retry or 1000) / 1000, self.max_retry_delay)
 
     def deliver(self, data: str | bytes, rid: RequestId | None) -> bool:
         """Feed one message (or batch) to the session; True if it answers our request
@@ -93,7 +103,7 @@ class AnswerReader:
                 raise TransportError(f"the response stream was cut {resumes + 1} times; "
                                      "giving up")
             resumes += 1
-            await anyio.sleep((parser.retry or 1000) / 1000)
+            await anyio.sleep(self._retry_delay(parser))
             headers = transport.headers(post=False)
             headers["last-event-id"] = parser.last_event_id
             async with transport.http.stream(
@@ -150,7 +160,7 @@ class AnswerReader:
                 ready.set()
             attempts += 1
             if not transport.closed:
-                await anyio.sleep((parser.retry or 1000) / 1000)
+                await anyio.sleep(self._retry_delay(parser))
 
 
 def _decode(body: bytes) -> Any:
