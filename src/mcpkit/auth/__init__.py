@@ -3,8 +3,12 @@
 The pieces so far, each in its own module:
 
 - :class:`ProtectedResource` (``metadata``): the RFC 9728 document and its URLs;
+- :class:`TokenVerifier` (``verifier``), with :class:`JWTVerifier` (``jwt``, keys from
+  ``jwks``);
+- :class:`AccessToken` (``access_token``), the principal; :class:`Audience` and
+  :class:`ClaimRules` (``claims``), the rules tokens are judged by;
 - :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
-  URL rules (``urls``).
+  URL rules (``urls``), the bounded fetcher (``fetch``).
 
 The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 :class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
@@ -12,16 +16,28 @@ The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 """
 
 from ..protocol.errors import AuthError, InvalidToken, MalformedAuthorization, VerifierUnavailable
+from .access_token import AccessToken
 from .bearer import parse_authorization
 from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
+from .claims import Audience, ClaimRules
+from .fetch import Fetcher
+from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
 from .metadata import ProtectedResource
 from .urls import canonical_resource_uri, protected_resource_metadata_urls
+from .verifier import TokenVerifier
 
 __all__ = [
+    "DEFAULT_ALGORITHMS",
+    "AccessToken",
+    "Audience",
     "AuthError",
+    "ClaimRules",
+    "Fetcher",
     "InvalidToken",
+    "JWTVerifier",
     "MalformedAuthorization",
     "ProtectedResource",
+    "TokenVerifier",
     "VerifierUnavailable",
     "bearer_challenge",
     "canonical_resource_uri",
