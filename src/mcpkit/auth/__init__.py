@@ -4,7 +4,7 @@ The pieces so far, each in its own module:
 
 - :class:`ProtectedResource` (``metadata``): the RFC 9728 document and its URLs;
 - :class:`TokenVerifier` (``verifier``), with :class:`JWTVerifier` (``jwt``, keys from
-  ``jwks``);
+  ``jwks``) and :class:`IntrospectionVerifier` (``introspection``, RFC 7662);
 - :class:`AccessToken` (``access_token``), the principal; :class:`Audience` and
   :class:`ClaimRules` (``claims``), the rules tokens are judged by;
 - :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
@@ -21,6 +21,7 @@ from .bearer import parse_authorization
 from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
 from .claims import Audience, ClaimRules
 from .fetch import Fetcher
+from .introspection import IntrospectionVerifier
 from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
 from .metadata import ProtectedResource
 from .urls import canonical_resource_uri, protected_resource_metadata_urls
@@ -33,6 +34,7 @@ __all__ = [
     "AuthError",
     "ClaimRules",
     "Fetcher",
+    "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
     "MalformedAuthorization",
