@@ -35,7 +35,15 @@ Hierarchy::
     │   └── ServerUnreachable     nothing answered at all (no listener, the process exited)
     ├── InvalidResult             a server's result lacks the shape the protocol requires
     ├── OutputSchemaError         ``structuredContent`` does not match the tool's outputSchema
-    └── PaginationError           a server's cursors went round in circles (or never ended)
+    ├── PaginationError           a server's cursors went round in circles (or never ended)
+    │   (raised by the resource server, ``mcpkit.auth``:)
+    ├── AuthError                 a request's authorization was refused; carries the HTTP
+    │   │                         ``status`` and OAuth ``error`` code of the answer
+    │   ├── MalformedAuthorization 400 ``invalid_request``: the ``Authorization`` header
+    │   │                         breaks RFC 6750, or a token came another way
+    │   └── InvalidToken          401 ``invalid_token``: not a token valid for this server
+    └── VerifierUnavailable       503: the authorization server or its keys could not be
+                                  consulted, so no token can be judged (not the caller's fault)
 
 Local errors are raised where they are detected; the one place that receives from the
 peer (``protocol.connection``) turns a ``ProtocolError`` into the error response sent back.
@@ -241,3 +249,44 @@ class PaginationError(MCPError):
 
 class InvalidResult(MCPError):
     """The server answered with a result that does not have the shape the protocol requires."""
+
+
+# ------------------------------------------------------------------- resource server
+
+
+class AuthError(MCPError):
+    """A request's authorization was refused.
+
+    ``description`` becomes the ``error_description`` of the ``WWW-Authenticate``
+    challenge and the JSON body, so it says what was wrong in words safe to show: never
+    the token, never a value copied from it. ``status`` and ``error`` are the HTTP status
+    and the RFC 6750 error code of the answer.
+    """
+
+    status: ClassVar[int] = 401
+    error: ClassVar[str] = "invalid_token"
+
+    def __init__(self, description: str) -> None:
+        super().__init__(description)
+        self.description = description
+
+
+class MalformedAuthorization(AuthError):
+    """The ``Authorization`` header is not ``Bearer <token>`` as RFC 6750 spells it, or a
+    token was sent another way (the query string): HTTP 400 ``invalid_request``."""
+
+    status = 400
+    error = "invalid_request"
+
+
+class InvalidToken(AuthError):
+    """The token is not valid for this server (bad signature, expired, another issuer or
+    audience, unknown key, inactive): HTTP 401 ``invalid_token``."""
+
+
+class VerifierUnavailable(MCPError):
+    """The authorization server, its metadata or its keys could not be consulted (no
+    answer in time, an HTTP error, junk, a body over the size limit), so the token could
+    be neither accepted nor refused: HTTP 503, never 401 (the caller did nothing wrong).
+    The message is for the server's log (it may name internal URLs) and is not shown to
+    the caller."""

@@ -1,0 +1,57 @@
+"""mcpkit as an OAuth 2.1 resource server: bearer tokens in, a verified principal out.
+
+The pieces, each in its own module:
+
+- :class:`BearerAuth` (``middleware``): an ASGI middleware that serves the Protected
+  Resource Metadata, verifies each request's bearer token and answers 400/401/403/503
+  with the ``WWW-Authenticate`` challenge MCP asks for;
+- :class:`ProtectedResource` (``metadata``): the RFC 9728 document and its URLs;
+- :class:`TokenVerifier` (``verifier``), with :class:`JWTVerifier` (``jwt``, keys from
+  ``jwks``) and :class:`IntrospectionVerifier` (``introspection``, RFC 7662);
+- :class:`AccessToken` (``access_token``), the principal; :class:`Audience` and
+  :class:`ClaimRules` (``claims``), the rules tokens are judged by;
+- :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
+  URL rules (``urls``), the bounded fetcher (``fetch``).
+
+The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
+:class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
+``mcpkit.protocol.errors`` and are re-exported here. See docs/auth.md.
+"""
+
+from ..protocol.errors import AuthError, InvalidToken, MalformedAuthorization, VerifierUnavailable
+from .access_token import AccessToken
+from .bearer import parse_authorization
+from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
+from .claims import Audience, ClaimRules
+from .fetch import Fetcher
+from .introspection import IntrospectionVerifier
+from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
+from .metadata import ProtectedResource
+from .middleware import AUTH_STATE_KEY, BearerAuth
+from .urls import canonical_resource_uri, protected_resource_metadata_urls
+from .verifier import TokenVerifier
+
+__all__ = [
+    "AUTH_STATE_KEY",
+    "DEFAULT_ALGORITHMS",
+    "AccessToken",
+    "Audience",
+    "AuthError",
+    "BearerAuth",
+    "ClaimRules",
+    "Fetcher",
+    "IntrospectionVerifier",
+    "InvalidToken",
+    "JWTVerifier",
+    "MalformedAuthorization",
+    "ProtectedResource",
+    "TokenVerifier",
+    "VerifierUnavailable",
+    "bearer_challenge",
+    "canonical_resource_uri",
+    "insufficient_scope",
+    "invalid_request",
+    "parse_authorization",
+    "protected_resource_metadata_urls",
+    "unauthorized",
+]

@@ -1,0 +1,180 @@
+"""``BearerAuth``: an ASGI middleware that makes an app an OAuth 2.1 resource server.
+
+What it does with each HTTP request:
+
+- ``GET``/``HEAD`` of a well-known metadata path (path-inserted and root, RFC 9728)
+  -> the Protected Resource Metadata JSON, public and cacheable, readable cross-origin
+  (``Access-Control-Allow-Origin: *``; ``OPTIONS`` there answers the CORS preflight);
+- any other path -> the bearer token is taken from the one ``Authorization`` header
+  (:func:`~mcpkit.auth.bearer.parse_authorization`) and verified by the
+  :class:`~mcpkit.auth.verifier.TokenVerifier`; the request reaches the app only with a
+  valid token that holds every ``required_scopes``, and the app finds the
+  :class:`~mcpkit.auth.access_token.AccessToken` at ``scope["state"][state_key]``
+  (``"mcpkit.auth"`` by default, :data:`AUTH_STATE_KEY`), so a transport can read it
+  without importing this package. The ``state`` dict is a copy: the server's own is
+  never changed.
+
+Answers it gives instead (each with a ``WWW-Authenticate: Bearer`` challenge carrying
+``resource_metadata``, ``Cache-Control: no-store`` and a small JSON body
+``{"error": ..., "error_description": ...}``):
+
+- 401: no token (``scope`` lists ``required_scopes``, else the metadata's
+  ``scopes_supported``), or a refused one (``error="invalid_token"``);
+- 400 ``invalid_request``: a malformed header, several ``Authorization`` headers, or a
+  token in the query string (``access_token=...``; never accepted, RFC 6750 §2.3 is not
+  supported and MCP forbids it);
+- 403 ``insufficient_scope``: a valid token without every required scope; ``scope``
+  names all of them;
+- 503 (``Retry-After``): the verifier could not reach the authorization server or its
+  keys; the reason is logged, the caller is told only to retry.
+
+``lifespan`` messages pass through; a WebSocket connection is closed (1008) before it
+is accepted, as nothing here can authorize one. Per-method scopes (a tool needing its
+own) are not this layer's business: it does not read MCP messages.
+
+Failure modes: none of its own for anything a client sends; the token is never logged.
+An exception raised by the wrapped app propagates unchanged.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Iterable
+from typing import Any
+from urllib.parse import parse_qsl
+
+import orjson
+
+from ..protocol.errors import InvalidToken, MalformedAuthorization, VerifierUnavailable
+from .access_token import AccessToken
+from .bearer import parse_authorization
+from .challenge import check_scopes, insufficient_scope, invalid_request, unauthorized
+from .metadata import ProtectedResource
+from .verifier import TokenVerifier
+
+Scope = dict[str, Any]
+Receive = Callable[[], Awaitable[dict[str, Any]]]
+Send = Callable[[dict[str, Any]], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+AUTH_STATE_KEY = "mcpkit.auth"
+"""Where a verified :class:`AccessToken` is put: ``scope["state"]["mcpkit.auth"]``."""
+
+RETRY_AFTER_SECONDS = 5
+METADATA_MAX_AGE = 300
+
+log = logging.getLogger("mcpkit.auth")
+
+
+class BearerAuth:
+    """Wraps ``app``; see the module docstring. ``resource``: this server's metadata;
+    ``verifier``: judges tokens; ``required_scopes``: every request needs them all
+    (``ValueError`` for a name that is not a scope-token); ``state_key``: where the
+    principal goes in ``scope["state"]``."""
+
+    def __init__(self, app: ASGIApp, *, resource: ProtectedResource, verifier: TokenVerifier,
+                 required_scopes: Iterable[str] = (), state_key: str = AUTH_STATE_KEY) -> None:
+        self.app = app
+        self.resource = resource
+        self.verifier = verifier
+        self.required_scopes = check_scopes(required_scopes)
+        self.challenge_scopes = self.required_scopes or resource.scopes_supported
+        self.state_key = state_key
+        self._document = orjson.dumps(resource.document())
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "lifespan":
+            await self.app(scope, receive, send)
+            return
+        if scope["type"] != "http":
+            await send({"type": "websocket.close", "code": 1008})
+            return
+        if scope["path"] in self.resource.well_known_paths:
+            await self._serve_metadata(scope, send)
+            return
+        access = await self._authenticate(scope, send)
+        if access is None:
+            return
+        if access.missing_scopes(self.required_scopes):
+            needed = f"this request needs the scopes: {' '.join(self.required_scopes)}"
+            await self._refuse(send, 403, "insufficient_scope", needed, insufficient_scope(
+                self.resource.metadata_url, self.required_scopes, needed))
+            return
+        state = dict(scope.get("state") or {})
+        state[self.state_key] = access
+        await self.app({**scope, "state": state}, receive, send)
+
+    async def _authenticate(self, scope: Scope, send: Send) -> AccessToken | None:
+        """The verified principal, or ``None`` once a refusal has been sent."""
+        metadata_url = self.resource.metadata_url
+        try:
+            token = parse_authorization(_authorization(scope))
+            if token is None:
+                await self._refuse(send, 401, "unauthorized",
+                                   "this server requires a bearer token",
+                                   unauthorized(metadata_url, self.challenge_scopes))
+                return None
+            return await self.verifier.verify(token)
+        except MalformedAuthorization as exc:
+            await self._refuse(send, 400, exc.error, exc.description,
+                               invalid_request(metadata_url, exc.description))
+        except InvalidToken as exc:
+            log.debug("refused a bearer token: %s", exc.description)
+            await self._refuse(send, 401, exc.error, exc.description,
+                               unauthorized(metadata_url, self.challenge_scopes,
+                                            exc.description))
+        except VerifierUnavailable as exc:
+            log.warning("could not verify a bearer token: %s", exc)
+            await _respond(send, 503, {
+                "error": "temporarily_unavailable",
+                "error_description": "the authorization server could not be consulted; "
+                                     "try again later"},
+                [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
+        return None
+
+    async def _refuse(self, send: Send, status: int, error: str, description: str,
+                      challenge: str) -> None:
+        await _respond(send, status, {"error": error, "error_description": description},
+                       [(b"www-authenticate", challenge.encode("ascii"))])
+
+    async def _serve_metadata(self, scope: Scope, send: Send) -> None:
+        cors = [(b"access-control-allow-origin", b"*")]
+        method = scope["method"]
+        if method == "OPTIONS":
+            await _send(send, 204, b"", [
+                *cors, (b"access-control-allow-methods", b"GET, HEAD, OPTIONS"),
+                (b"access-control-allow-headers", b"mcp-protocol-version"),
+                (b"access-control-max-age", b"86400")])
+        elif method in ("GET", "HEAD"):
+            await _send(send, 200, self._document, [
+                *cors, (b"content-type", b"application/json"),
+                (b"cache-control", f"public, max-age={METADATA_MAX_AGE}".encode())],
+                head=method == "HEAD")
+        else:
+            await _send(send, 405, b"", [(b"allow", b"GET, HEAD, OPTIONS")])
+
+
+def _authorization(scope: Scope) -> str | None:
+    """The one ``Authorization`` header value (``None`` if absent). Raises
+    ``MalformedAuthorization`` for several, or for a token in the query string."""
+    query = scope.get("query_string", b"").decode("latin-1")
+    if any(name == "access_token" for name, _ in parse_qsl(query, keep_blank_values=True)):
+        raise MalformedAuthorization(
+            "send the token in the Authorization header, never in the query string")
+    values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
+    if len(values) > 1:
+        raise MalformedAuthorization("a request may carry only one Authorization header")
+    return values[0].decode("latin-1") if values else None
+
+
+async def _respond(send: Send, status: int, body: dict[str, str],
+                   headers: list[tuple[bytes, bytes]]) -> None:
+    await _send(send, status, orjson.dumps(body), [
+        *headers, (b"content-type", b"application/json"), (b"cache-control", b"no-store")])
+
+
+async def _send(send: Send, status: int, body: bytes, headers: list[tuple[bytes, bytes]],
+                head: bool = False) -> None:
+    headers = [*headers, (b"content-length", str(len(body)).encode())]
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": b"" if head else body})
