@@ -217,7 +217,15 @@ class McpHttp:
     # ------------------------------------------------------------ checking
 
     def check(self, msg: Any, status: int) -> None:
-        """Validate one JSON-RPC message (or batch) the server sent."""
+        """Validate one JSON-RPC message (or batch) the server sent. An authorization
+        refusal of the resource-server middleware (401/403/400 before any JSON-RPC
+        processing) carries an OAuth error body (RFC 6750: ``error`` a string, optional
+        ``error_description``) instead; that shape is checked here."""
+        if (status in (400, 401, 403) and isinstance(msg, dict)
+                and isinstance(msg.get("error"), str) and "jsonrpc" not in msg):
+            assert set(msg) <= {"error", "error_description"}, msg
+            assert isinstance(msg.get("error_description", ""), str), msg
+            return
         if (status >= 400 and isinstance(msg, dict) and "error" in msg
                 and "id" not in msg):
             msg = {**msg, "id": None}  # an id-less HTTP-level error (spec: MAY be sent)

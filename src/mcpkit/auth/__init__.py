@@ -2,6 +2,8 @@
 
 The pieces, each in its own module:
 
+- :class:`Auth` (``config``): what ``Server.asgi_app(auth=...)`` takes to serve a
+  server as a protected resource (verifier, metadata, required scopes);
 - :class:`BearerAuth` (``middleware``): an ASGI middleware that serves the Protected
   Resource Metadata, verifies each request's bearer token and answers 400/401/403/503
   with the ``WWW-Authenticate`` challenge MCP asks for;
@@ -23,6 +25,7 @@ from .access_token import AccessToken
 from .bearer import parse_authorization
 from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
 from .claims import Audience, ClaimRules
+from .config import Auth
 from .fetch import Fetcher
 from .introspection import IntrospectionVerifier
 from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
@@ -36,6 +39,7 @@ __all__ = [
     "DEFAULT_ALGORITHMS",
     "AccessToken",
     "Audience",
+    "Auth",
     "AuthError",
     "BearerAuth",
     "ClaimRules",

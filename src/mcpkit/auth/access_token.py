@@ -54,6 +54,21 @@ class AccessToken:
     def __delattr__(self, name: str) -> None:
         raise AttributeError(f"AccessToken is immutable; cannot delete {name!r}")
 
+    @property
+    def identity(self) -> str:
+        """Who the token speaks for, as one string that state is bound to (HTTP sessions,
+        MRTR ``requestState``): the issuer and ``sub``; for a token without ``sub`` (a
+        client acting for itself) the issuer and the client id. A token with neither
+        names nobody: every such token of one issuer has the same identity, so they share
+        what is bound to it (issue subjects to keep callers apart)."""
+        if self.subject is not None:
+            who = f"sub:{self.subject}"
+        elif self.client_id is not None:
+            who = f"client:{self.client_id}"
+        else:
+            who = "anonymous"
+        return f"{self.issuer or ''} {who}"
+
     def missing_scopes(self, required: Iterable[str]) -> frozenset[str]:
         """The scopes of ``required`` that were not granted (empty: the token suffices)."""
         return frozenset(required) - self.scopes

@@ -26,20 +26,10 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-_SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
+from ..protocol.scopes import check_scopes
+
 _DESCRIPTION_BAD = re.compile(r"[^\x20\x21\x23-\x5b\x5d-\x7e]")
 _URL_OK = re.compile(r"[\x20-\x7e]*")
-
-
-def check_scopes(scopes: Iterable[str]) -> tuple[str, ...]:
-    """``scopes`` as a tuple, each checked to be an RFC 6750 ``scope-token``; duplicates
-    dropped, order kept. ``ValueError`` names the first bad one."""
-    out: dict[str, None] = {}
-    for scope in scopes:
-        if not isinstance(scope, str) or not _SCOPE_TOKEN.fullmatch(scope):
-            raise ValueError(f"{scope!r} is not a valid OAuth scope name (RFC 6750 scope-token)")
-        out[scope] = None
-    return tuple(out)
 
 
 def _quoted_url(url: str) -> str:

@@ -24,7 +24,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from .challenge import check_scopes
+from ..protocol.scopes import check_scopes
 from .urls import canonical_resource_uri, issuer_url, protected_resource_metadata_urls
 
 

@@ -46,9 +46,10 @@ from urllib.parse import parse_qsl
 import orjson
 
 from ..protocol.errors import InvalidToken, MalformedAuthorization, VerifierUnavailable
+from ..protocol.scopes import check_scopes
 from .access_token import AccessToken
 from .bearer import parse_authorization
-from .challenge import check_scopes, insufficient_scope, invalid_request, unauthorized
+from .challenge import insufficient_scope, invalid_request, unauthorized
 from .metadata import ProtectedResource
 from .verifier import TokenVerifier
 

@@ -137,20 +137,23 @@ def _unb64(text: str) -> bytes:
 
 
 def seal_state(key: bytes, method: str, params: dict[str, Any], answers: dict[str, Any],
-               ttl_s: float = 600.0) -> str:
-    """``requestState`` carrying the answers gathered so far, bound to this request."""
+               ttl_s: float = 600.0, principal: str | None = None) -> str:
+    """``requestState`` carrying the answers gathered so far, bound to this request and
+    to ``principal`` (the identity of whoever made it; None when requests carry none)."""
     import hashlib
     import hmac
 
     body = orjson.dumps({"d": params_digest(method, params), "a": answers,
-                         "x": int(time.time() + ttl_s)})
+                         "x": int(time.time() + ttl_s), "p": principal})
     mac = hmac.new(key, body, hashlib.sha256).digest()
     return f"{_b64(body)}.{_b64(mac)}"
 
 
-def open_state(key: bytes, method: str, params: dict[str, Any], state: Any) -> dict[str, Any]:
+def open_state(key: bytes, method: str, params: dict[str, Any], state: Any,
+               principal: str | None = None) -> dict[str, Any]:
     """The answers sealed in ``state``; ``InvalidParams`` if it was tampered with, expired,
-    or belongs to another request."""
+    belongs to another request, or was sealed for another ``principal`` (a replay by
+    someone else is refused exactly like a forgery)."""
     import hashlib
     import hmac
 
@@ -175,6 +178,6 @@ def open_state(key: bytes, method: str, params: dict[str, Any], state: Any) -> d
         raise bad from None
     if (not isinstance(data, dict) or data.get("d") != params_digest(method, params)
             or not isinstance(data.get("x"), int) or data["x"] < time.time()
-            or not isinstance(data.get("a"), dict)):
+            or not isinstance(data.get("a"), dict) or data.get("p") != principal):
         raise bad
     return dict(data["a"])

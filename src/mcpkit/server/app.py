@@ -9,6 +9,7 @@ in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
@@ -30,6 +31,8 @@ from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr
 from .tools import Tool
 
 if TYPE_CHECKING:
+    from ..auth.config import Auth
+    from ..auth.middleware import BearerAuth
     from ..storage.events import EventStore
     from ..storage.sessions import SessionStore
     from ..transports.http_server import StreamableHTTPApp
@@ -125,8 +128,11 @@ class Server:
         Options: ``name``, ``title``, ``description``, ``input_schema`` (default: from the
         type hints, ``additionalProperties: false``), ``output_schema`` (default: from the
         return annotation), ``annotations`` (readOnlyHint, destructiveHint, …), ``icons``,
-        ``meta``, ``structured_output`` (False: never structured). A second tool of the
-        same name is a ``ValueError``.
+        ``meta``, ``structured_output`` (False: never structured), ``scopes`` (OAuth
+        scopes a call needs when served over HTTP with ``auth=``: a token without all of
+        them is answered 403 ``insufficient_scope``; no effect on stdio or without
+        ``auth=``). A second tool of the same name is a ``ValueError``, as is a scope name
+        that is not an RFC 6750 scope-token.
         """
         return self._registry.add_tool(fn, **options)
 
@@ -154,7 +160,9 @@ class Server:
         ``str`` (text), ``bytes`` (blob) or a JSON-able value; a plain ``str``/``bytes``
         value is served as is. Options: ``name``, ``title``, ``description``, ``mime_type``,
         ``annotations``, ``icons``, ``cache_ttl_ms``/``cache_scope`` (2026-07-28 caching
-        hints of its reads) (+ ``size`` for fixed resources).
+        hints of its reads), ``scopes`` (OAuth scopes a read needs, as for
+        ``add_tool``; completions of a template's arguments need them too) (+ ``size``
+        for fixed resources).
         """
         return self._registry.add_resource(fn, uri, **options)
 
@@ -169,7 +177,8 @@ class Server:
 
     def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
         """Register a prompt; its parameters are its (string) arguments. Options: ``name``,
-        ``title``, ``description``, ``icons``."""
+        ``title``, ``description``, ``icons``, ``scopes`` (OAuth scopes getting it, or
+        completing its arguments, needs; as for ``add_tool``)."""
         return self._registry.add_prompt(fn, **options)
 
     def remove_prompt(self, name: str) -> None:
@@ -194,7 +203,9 @@ class Server:
         """Complete ``argument`` of a prompt or resource template (give exactly one).
 
         ``fn(value, context_arguments)`` returns candidate strings, best first (sync or
-        async). At most 100 are sent; ``total``/``hasMore`` tell the client the rest.
+        async); a parameter annotated ``Context`` gets the request's context
+        (``ctx.auth``, ...). At most 100 are sent; ``total``/``hasMore`` tell the client
+        the rest.
         """
         self._registry.add_completion(argument, fn, prompt, resource_template)
 
@@ -277,10 +288,23 @@ class Server:
         finally:
             await stream.aclose()
 
+    @overload
+    def asgi_app(self, path: str = "/mcp", *, auth: None = None,
+                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp: ...
+
+    @overload
+    def asgi_app(self, path: str = "/mcp", *, auth: Auth,
+                 **options: Unpack[HttpOptions]) -> BearerAuth: ...
+
+    @overload
+    def asgi_app(self, path: str = "/mcp", *, auth: Auth | None,
+                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp | BearerAuth: ...
+
     def asgi_app(
         self,
         path: str = "/mcp",
         *,
+        auth: Auth | None = None,
         response_mode: Literal["auto", "json", "sse"] = "auto",
         allowed_hosts: Iterable[str] | None = None,
         allowed_origins: Iterable[str] | None = None,
@@ -301,8 +325,21 @@ class Server:
         legacy_messages_path: str = "/messages",
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
-    ) -> StreamableHTTPApp:
+    ) -> StreamableHTTPApp | BearerAuth:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
+
+        - ``auth``: serve it as an OAuth 2.1 resource server (an ``mcpkit.auth.Auth``):
+          the app returned is then a ``BearerAuth`` around the plain one, serving the
+          Protected Resource Metadata at both well-known paths of the host root and
+          refusing requests without a valid token (401), with a malformed header (400)
+          or without ``auth.required_scopes`` (403); a call of a tool, resource or
+          prompt declaring ``scopes`` needs them too (403 ``insufficient_scope``
+          naming them, with a JSON-RPC error body, code -32600, ``data.requiredScopes``).
+          Handlers see the token as ``ctx.auth``; a session, its streams and MRTR
+          ``requestState`` belong to the token's subject (another subject's request for
+          them is answered as if they did not exist: 404, or -32602 for a state). The
+          verifier is closed when the app's lifespan ends. Put the app at the host's
+          root (the metadata paths are there).
 
         - ``response_mode``: ``"auto"`` answers a POST as JSON when the response is the
           first thing its handler produces and as SSE once it sends progress, logs or
@@ -350,15 +387,30 @@ class Server:
         if session_store is not None:
             config.session_store = session_store
             self._seal.share(session_store)
-        return StreamableHTTPApp(
+        if auth is None:
+            return StreamableHTTPApp(
+                self.connection,
+                on_request=self._methods.on_request,
+                on_notification=self._methods.on_notification,
+                config=config,
+                on_session=self._peers.track,
+                lifespan=self.lifespan_scope,
+                param_headers=self._registry.param_headers,
+            )
+        from ..auth.middleware import AUTH_STATE_KEY
+        from .protection import ScopeGuard, closing_lifespan
+
+        config.principal_key = AUTH_STATE_KEY
+        return auth.protect(StreamableHTTPApp(
             self.connection,
             on_request=self._methods.on_request,
             on_notification=self._methods.on_notification,
             config=config,
             on_session=self._peers.track,
-            lifespan=self.lifespan_scope,
+            lifespan=functools.partial(closing_lifespan, self.lifespan_scope, auth),
             param_headers=self._registry.param_headers,
-        )
+            call_guard=ScopeGuard(self._registry, auth),
+        ))
 
     def run(
         self,
@@ -372,6 +424,7 @@ class Server:
         header_timeout: float = 10.0,
         log_level: str | int = "WARNING",
         drain_timeout: float | None = None,
+        auth: Auth | None = None,
         **options: Unpack[HttpOptions],
     ) -> None:
         """Run the server until it is stopped.
@@ -380,7 +433,9 @@ class Server:
         ``"http"`` serves Streamable HTTP with uvicorn on ``host`` and ``port`` (0: a free
         one) at ``path``, with uvicorn's ``http`` parser and event ``loop`` ("auto": the
         fastest installed); ``header_timeout``: seconds a client may take to send a
-        request's headers; ``options``: any of ``asgi_app``'s.
+        request's headers; ``auth`` and ``options``: any of ``asgi_app``'s (``auth``
+        protects the endpoint; it is refused for ``"stdio"``, where MCP takes credentials
+        from the environment instead).
 
         ``log_level``: of the stderr logging set up when the application configured none.
         ``drain_timeout``: replaces the server's (None: keep it).
@@ -391,11 +446,14 @@ class Server:
         if transport == "http":
             from .running import run_http
 
-            run_http(self.asgi_app(path, **options), host=host, port=port, path=path,
-                     http=http, loop=loop, header_timeout=header_timeout)
+            run_http(self.asgi_app(path, auth=auth, **options), host=host, port=port,
+                     path=path, http=http, loop=loop, header_timeout=header_timeout)
             return
         if transport != "stdio":
             raise ValueError(f"unknown transport {transport!r}: use 'stdio' or 'http'")
+        if auth is not None:
+            raise ValueError("auth= protects an HTTP endpoint; a stdio server takes its "
+                             "credentials from the environment (MCP authorization)")
         try:
             anyio.run(self.serve_stdio)
         except KeyboardInterrupt:

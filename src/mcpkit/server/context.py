@@ -8,12 +8,16 @@ retries with the answers. Either way each call checks the client's declared capa
 first and refuses rather than send what the client cannot take:
 ``CapabilityNotSupported`` on a session, ``MissingClientCapability`` (-32021) when
 stateless.
+
+``auth`` is the verified access token the request came with (a
+``mcpkit.auth.AccessToken``: subject, client id, scopes, claims) when the server is
+served over HTTP with ``auth=``; None on stdio and on an unprotected endpoint.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, cast
 
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -29,6 +33,7 @@ from ..session import Session
 from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
+    from ..auth.access_token import AccessToken
     from .app import Server
 
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -58,8 +63,8 @@ class Context:
     inputs, so a retry finds each answer under the same name.
     """
 
-    __slots__ = ("_answers", "_asked", "_session", "meta", "method", "request_id", "server",
-                 "stateless")
+    __slots__ = ("_answers", "_asked", "_session", "auth", "meta", "method", "request_id",
+                 "server", "stateless")
 
     def __init__(
         self,
@@ -81,6 +86,10 @@ class Context:
         self.stateless = stateless
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0
+        #: The request's verified access token (subject, client id, scopes, claims): over
+        #: HTTP with ``auth=``, the token this very request carried (in a session, each
+        #: request's own; all of one subject). None on stdio or without ``auth=``.
+        self.auth = cast("AccessToken | None", session.principal)
 
     # ------------------------------------------------------------------ who is asking
 

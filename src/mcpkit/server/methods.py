@@ -76,7 +76,7 @@ class Methods:
         if event.meta is None:
             return Context(self._server, session, event.id, event.method, meta)
         return Context(self._server, session, event.id, event.method, meta, event.meta,
-                       self._seal.answers(event))
+                       self._seal.answers(event, session.principal))
 
     # ------------------------------------------------------------------ tools
 
@@ -206,12 +206,16 @@ class Methods:
                 "Invalid params: 'ref.type' must be 'ref/prompt' or 'ref/resource'."
             )
         assert isinstance(key, str)
-        completer = registry.completers.get((kind, key, arg_name))
-        if completer is None:
+        found = registry.completers.get((kind, key, arg_name))
+        if found is None:
             return {"completion": {"values": [], "total": 0, "hasMore": False}}
+        completer, context_param = found
         context = params.get("context")
         ctx_args = context.get("arguments") if isinstance(context, dict) else None
-        return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {})
+        extra = {} if context_param is None else {
+            context_param: self._context(session, event)}
+        return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {},
+                         extra)
 
 
 def _name(event: RequestReceived) -> str:
@@ -247,9 +251,11 @@ async def _read_template(
     return _with_hints({"contents": await template.read(uri, values, ctx)}, template, ctx)
 
 
-async def _complete(completer: Completer, value: str, context: dict[str, Any]) -> JSON:
-    """Run ``completer``; at most 100 values are sent, ``total``/``hasMore`` tell the rest."""
-    out = completer(value, context)
+async def _complete(completer: Completer, value: str, context: dict[str, Any],
+                    extra: dict[str, Context]) -> JSON:
+    """Run ``completer`` (with its ``Context`` in ``extra`` when it takes one); at most 100
+    values are sent, ``total``/``hasMore`` tell the rest."""
+    out = completer(value, context, **extra)
     if isinstance(out, Coroutine):
         out = await out
     values = [str(v) for v in (out or [])]

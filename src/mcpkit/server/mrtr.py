@@ -5,7 +5,9 @@ A stateless handler that needs what the client has not given yet (``ctx.elicit``
 ``ctx.sample``, ``ctx.list_roots``, ``ctx.request_inputs``) ends with ``InputRequired``.
 The server answers ``resultType: "input_required"`` with the input requests and a
 ``requestState``: the answers so far, sealed with an HMAC over the method and params, so a
-client can carry it but neither forge it nor reuse it for another request. The client
+client can carry it but neither forge it nor reuse it for another request; over a
+protected HTTP endpoint it is also sealed with the identity of the token's subject, so
+another subject's retry with it is refused exactly like a forged one. The client
 retries with the same params, its new ``inputResponses`` and that ``requestState``; the
 handler runs again from the start and finds every answer in its ``Context``; an answer
 that cannot be the result of what was asked is ``InvalidParams``.
@@ -24,7 +26,7 @@ from ..protocol.connection import RequestReceived
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.stateless import open_state, seal_state
-from ..session import HandlerResult
+from ..session import HandlerResult, Principal
 
 if TYPE_CHECKING:
     from ..storage.sessions import SessionStore
@@ -90,14 +92,15 @@ class StateSeal:
         if not self._given and isinstance(store, SharedSecret):
             self._key = store.secret()
 
-    def answers(self, event: RequestReceived) -> dict[str, Any]:
-        """The inputs a retried request brings: its opened ``requestState`` (forged or
-        moved: ``InvalidParams``) plus its ``inputResponses``, each checked to be an
-        object."""
+    def answers(self, event: RequestReceived, principal: Principal | None) -> dict[str, Any]:
+        """The inputs a retried request brings: its opened ``requestState`` (forged,
+        moved, or sealed for another identity than ``principal``'s: ``InvalidParams``)
+        plus its ``inputResponses``, each checked to be an object."""
         params = event.params
         answers: dict[str, Any] = {}
         if "requestState" in params:
-            answers = open_state(self.key, event.method, params, params["requestState"])
+            answers = open_state(self.key, event.method, params, params["requestState"],
+                                 None if principal is None else principal.identity)
         responses = params.get("inputResponses")
         if responses is not None:
             if not isinstance(responses, dict):
@@ -130,6 +133,7 @@ class StateSeal:
             return {
                 "resultType": "input_required",
                 "inputRequests": need.requests,
-                "requestState": seal_state(self.key, event.method, event.params,
-                                           ctx._answers),
+                "requestState": seal_state(
+                    self.key, event.method, event.params, ctx._answers,
+                    principal=None if ctx.auth is None else ctx.auth.identity),
             }

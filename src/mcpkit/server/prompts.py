@@ -7,10 +7,11 @@ one or a non-string value is ``-32602`` with a message naming the valid argument
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol.errors import InvalidParams
+from ..protocol.scopes import check_scopes
 from .content import to_blocks
 from .context import Context
 from .handler import HandlerSpec
@@ -30,8 +31,12 @@ class Prompt:
         title: str | None = None,
         description: str | None = None,
         icons: list[JSON] | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
+        """``scopes``: the OAuth scopes getting it needs over a protected HTTP endpoint
+        (``ValueError`` for a name that is not a scope-token)."""
         self.fn = fn
+        self.scopes = check_scopes(scopes)
         self.spec = HandlerSpec(fn)
         self.name = name or self.spec.name
         self.title = title

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ..protocol.errors import InvalidParams
+from .handler import HandlerSpec
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .tools import Tool
@@ -27,7 +28,8 @@ JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
 N = TypeVar("N", Tool, Prompt)
 Completer = Callable[..., Any]
-"""``fn(value, context_arguments)``: candidate strings for an argument, sync or async."""
+"""``fn(value, context_arguments)``: candidate strings for an argument, sync or async; a
+parameter annotated ``Context`` gets the request's context (``ctx.auth``, ...)."""
 CompletionKey = tuple[str, str, str]
 """(``ref/prompt`` or ``ref/resource``, the prompt's name or the template, the argument)."""
 
@@ -43,7 +45,8 @@ class Registry:
         self.resources: dict[str, Resource] = {}
         self.templates: dict[str, ResourceTemplate] = {}
         self.prompts: dict[str, Prompt] = {}
-        self.completers: dict[CompletionKey, Completer] = {}
+        #: key -> (the completer, the name of its ``Context`` parameter or None)
+        self.completers: dict[CompletionKey, tuple[Completer, str | None]] = {}
         self._page_size = page_size
         self._announce = announce
         self._tool_pages: dict[str | None, JSON] = {}  # cursor -> serialized tools/list page
@@ -142,7 +145,7 @@ class Registry:
             raise ValueError("give exactly one of prompt= or resource_template=")
         key = ("ref/prompt", prompt, argument) if prompt else (
             "ref/resource", str(resource_template), argument)
-        self.completers[key] = fn
+        self.completers[key] = (fn, HandlerSpec(fn).context_param)
 
     # ------------------------------------------------------------------ lookups
 

@@ -11,10 +11,11 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol.errors import InvalidParams
+from ..protocol.scopes import check_scopes
 from .content import resource_contents, to_json_text
 from .context import Context
 from .handler import HandlerSpec
@@ -58,10 +59,14 @@ class _Readable:
     fn: Callable[..., Any]
     spec: HandlerSpec
     mime_type: str | None
+    scopes: tuple[str, ...]
+    """The OAuth scopes a read needs over a protected HTTP endpoint (``ValueError`` at
+    construction for a name that is not a scope-token)."""
 
-    def _setup(self, fn: Callable[..., Any]) -> None:
+    def _setup(self, fn: Callable[..., Any], scopes: Iterable[str]) -> None:
         self.fn = fn
         self.spec = HandlerSpec(fn)
+        self.scopes = check_scopes(scopes)
 
     async def _call(self, kwargs: JSON, ctx: Context) -> Any:
         return await self.spec.invoke(kwargs, ctx)
@@ -108,9 +113,10 @@ class Resource(_Readable):
         icons: list[JSON] | None = None,
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.uri = check_uri(uri)
-        self._setup(fn)
+        self._setup(fn, scopes)
         self.name = name or self.spec.name
         self.title = title
         self.description = description if description is not None else parse_docstring(
@@ -148,9 +154,10 @@ class ResourceTemplate(_Readable):
         icons: list[JSON] | None = None,
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
         self.uri_template = uri_template
-        self._setup(fn)
+        self._setup(fn, scopes)
         self.name = name or self.spec.name
         self.title = title
         self.description = description if description is not None else parse_docstring(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterable
 from typing import Any
 
 from ..protocol.errors import (
@@ -22,6 +22,7 @@ from ..protocol.errors import (
     RequestTimeout,
     ToolError,
 )
+from ..protocol.scopes import check_scopes
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .handler import HandlerSpec
@@ -62,8 +63,12 @@ class Tool:
         icons: list[JSON] | None = None,
         meta: JSON | None = None,
         structured_output: bool | None = None,
+        scopes: Iterable[str] = (),
     ) -> None:
+        """``scopes``: the OAuth scopes a call needs over a protected HTTP endpoint (see
+        ``Server.add_tool``); ``ValueError`` for a name that is not a scope-token."""
         self.fn = fn
+        self.scopes = check_scopes(scopes)
         self.spec = HandlerSpec(fn)
         self.name = name or self.spec.name
         if not TOOL_NAME.match(self.name):

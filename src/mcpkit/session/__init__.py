@@ -14,6 +14,7 @@ from .interfaces import (
     HandlerResult,
     NotificationHandler,
     Output,
+    Principal,
     ProgressCallback,
     RequestHandler,
 )
@@ -27,6 +28,7 @@ __all__ = [
     "HandlerResult",
     "NotificationHandler",
     "Output",
+    "Principal",
     "ProgressCallback",
     "RemoteError",
     "RequestHandler",

@@ -57,6 +57,7 @@ from .interfaces import (
     ENDLESS_METHODS,
     NotificationHandler,
     Output,
+    Principal,
     ProgressCallback,
     RequestHandler,
 )
@@ -113,6 +114,7 @@ class Session:
         "conn",
         "drain_timeout",
         "handshake_error",
+        "principal",
         "pump",
         "state",
     )
@@ -151,6 +153,10 @@ class Session:
         self._handshake_done = False
         self.handshake_error: str | None = None
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
+        #: Who the input being fed comes from, set by an authenticating transport before it
+        #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
+        #: None on unauthenticated transports.
+        self.principal: Principal | None = None
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)

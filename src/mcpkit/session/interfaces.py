@@ -40,6 +40,20 @@ class Output(Protocol):
         """
 
 
+class Principal(Protocol):
+    """Who an authenticated request speaks for, as the layers below ``mcpkit.auth`` see it.
+
+    An authentication middleware puts one in the ASGI scope; the HTTP transport hands it,
+    unread, to the session it feeds (``Session.principal``) and binds what the request
+    creates (an HTTP session) to its ``identity``. ``mcpkit.auth.AccessToken`` is one.
+    """
+
+    @property
+    def identity(self) -> str:
+        """Who, as one string: requests of the same identity may use each other's state."""
+        ...
+
+
 ENDLESS_METHODS = frozenset({"subscriptions/listen"})
 """Requests answered only when the peer ends them (a 2026-07-28 listen stream): at the end
 of input they are cancelled at once instead of being waited for."""

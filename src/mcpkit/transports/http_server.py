@@ -15,6 +15,13 @@ Security and limits: ``Origin`` (403) and ``Host`` (421) are checked against all
 (localhost by default), honouring ``X-Forwarded-Host``/``Forwarded`` only from trusted
 proxies; bodies are capped (413); sessions are capped (503, existing ones unaffected) and
 expire when idle (then 404); in-flight requests are capped per session (429).
+
+Behind an authentication middleware (``HttpConfig.principal_key``, see ``http_auth``):
+each request's principal is handed to the session it feeds; a session belongs to the
+identity of the principal that created it, and a request (POST, GET, resumption,
+DELETE) of another identity presenting its id is answered exactly like one naming an
+unknown session (404), its record in the session store included; every request of a
+POST body is shown to the ``call_guard`` first (a refusal is a 403).
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from ..protocol.lifecycle import State
 from ..protocol.sse import encode_event
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
-from ..session import HandlerResult, NotificationHandler, Session
+from ..session import HandlerResult, NotificationHandler, Principal, Session
 from ..storage.events import EventStore, MemoryEventStore
 from ..storage.sessions import MemorySessionStore, SessionStore
 from .asgi import (
@@ -61,6 +68,7 @@ from .asgi import (
     respond_refused,
     watch_disconnect,
 )
+from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream
 
@@ -95,6 +103,7 @@ class HttpConfig:
     legacy_messages_path: str = "/messages"
     event_store: EventStore = field(default_factory=MemoryEventStore)
     session_store: SessionStore = field(default_factory=MemorySessionStore)
+    principal_key: str | None = None  # scope["state"] key of the request's principal
 
 
 # ------------------------------------------------------------------------------ the app
@@ -105,7 +114,8 @@ class StreamableHTTPApp:
 
     ``new_connection()`` builds a server ``Connection`` for a new session; ``on_request``
     and ``on_notification`` are the session handlers (as for stdio); ``on_session`` learns
-    of each session opened (True) and ended (False).
+    of each session opened (True) and ended (False); ``call_guard`` judges each request
+    of a POST body against its principal before any session sees it (None: all pass).
     """
 
     def __init__(
@@ -118,8 +128,10 @@ class StreamableHTTPApp:
         on_session: Callable[[Session, bool], None] | None = None,
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
         param_headers: Callable[[str], dict[str, str]] | None = None,
+        call_guard: CallGuard | None = None,
     ) -> None:
         self.config = config or HttpConfig()
+        self.call_guard = call_guard
         self.lifespan = lifespan
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
@@ -168,15 +180,16 @@ class StreamableHTTPApp:
                 INVALID_REQUEST, f"Not found: the MCP endpoint is {self.config.path}"))
             return
         headers = headers_of(scope)
+        principal = principal_of(scope, self.config.principal_key)
         try:
             self.guard.check(scope, headers)
             method = scope["method"]
             if method == "POST":
-                await self._post(headers, receive, send)
+                await self._post(headers, receive, send, principal)
             elif method == "GET":
-                await self._get(headers, send, receive)
+                await self._get(headers, send, receive, principal)
             elif method == "DELETE":
-                await self._delete(headers, send)
+                await self._delete(headers, send, principal)
             else:
                 raise Refused(405, "Method not allowed: use POST, GET or DELETE.",
                               headers=[(b"allow", b"GET, POST, DELETE")])
@@ -243,19 +256,26 @@ class StreamableHTTPApp:
         session.last_seen = time.monotonic()
         self.sessions.move_to_end(session.session_id)
 
-    async def _session(self, headers: dict[str, str]) -> HttpSession:
+    async def _session(self, headers: dict[str, str], principal: Principal | None
+                       ) -> HttpSession:
+        """The session the request names, if it exists and belongs to the request's
+        principal; else the 404 of an unknown session (another identity's session is not
+        touched: its idle clock and its record stay as they were)."""
         sid = headers.get("mcp-session-id")
         if not sid:
             raise Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
                                "'initialize' first to get one.")
+        owner = identity_of(principal)
         session = self.sessions.get(sid)
-        if session is not None and (
+        if session is not None and session.owner != owner:
+            session = None
+        elif session is not None and (
             time.monotonic() - session.last_seen > self.config.session_idle_timeout
         ):
             self._end(sid)
             session = None
         elif session is None and len(sid) <= 100:
-            session = await self._restore(sid)
+            session = await self._restore(sid, owner)
         if session is None:
             raise Refused(404, "Session not found: it expired or was ended; start a new one "
                                "with 'initialize' (without Mcp-Session-Id).",
@@ -263,10 +283,13 @@ class StreamableHTTPApp:
         self._touch(session)
         return session
 
-    async def _restore(self, sid: str) -> HttpSession | None:
-        """A session of an earlier run of this server, from the session store."""
+    async def _restore(self, sid: str, owner: str | None) -> HttpSession | None:
+        """A session of an earlier run of this server, from the session store, when its
+        record names ``owner`` (a record of no owner belongs to unauthenticated requests
+        only)."""
         record = await self.config.session_store.load(sid)
-        if record is None or len(self.sessions) >= self.config.max_sessions:
+        if record is None or record.get("owner") != owner or (
+                len(self.sessions) >= self.config.max_sessions):
             return None
         conn = self.new_connection()
         try:
@@ -274,8 +297,8 @@ class StreamableHTTPApp:
         except ValueError:
             return None
         session = HttpSession(conn, sid, self.config.event_store, on_request=self.on_request,
-                              on_notification=self.on_notification)
-        session.saved = conn.snapshot()
+                              on_notification=self.on_notification, owner=owner)
+        session.saved = session.record()
         self.sessions[sid] = session
         self.session_opened(session)
         return session
@@ -287,7 +310,7 @@ class StreamableHTTPApp:
             conn.state is State.READY
         ):
             return  # the common case, checked without building a snapshot
-        snap = conn.snapshot()
+        snap = session.record()
         if snap != saved:
             session.saved = snap
             await self.config.session_store.save(session.session_id, snap)
@@ -333,7 +356,8 @@ class StreamableHTTPApp:
 
     # ------------------------------------------------------------------ POST
 
-    async def _post(self, headers: dict[str, str], receive: Receive, send: Send) -> None:
+    async def _post(self, headers: dict[str, str], receive: Receive, send: Send,
+                    principal: Principal | None) -> None:
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             raise Refused(415, "Unsupported media type: POST bodies must be "
@@ -350,26 +374,30 @@ class StreamableHTTPApp:
             raise Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
                           code=PARSE_ERROR) from None
         messages = obj if isinstance(obj, list) else [obj]
+        refused = refused_call(self.call_guard, principal, messages)
+        if refused is not None:
+            await respond_denied(send, *refused)
+            return
         if isinstance(obj, dict) and (
             is_stateless_request(obj.get("params")) or (
                 "mcp-session-id" not in headers and obj.get("method") != "initialize")
         ):
             # 2026-07-28: self-describing requests (and any session-less request, which
             # is judged by the stateless rules: missing _meta -> -32602)
-            await serve_stateless(self, obj, headers, send, receive)
+            await serve_stateless(self, obj, headers, send, receive, principal)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if is_init and "mcp-session-id" not in headers:
             if isinstance(obj, list):
                 raise Refused(400, "Invalid request: 'initialize' must not be in a batch.")
-            await self._initialize(obj, send)
+            await self._initialize(obj, send, principal)
             return
-        session = await self._session(headers)
+        session = await self._session(headers, principal)
         self._check_version(headers, session)
         request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
                        and "id" in m and is_valid_id(m["id"])]
         if not request_ids:
-            direct = session.feed(obj)
+            direct = session.feed(obj, principal)
             await self._persist(session)
             if direct:
                 await respond(send, 400, direct[0])
@@ -391,7 +419,7 @@ class StreamableHTTPApp:
             return
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[key] = stream
-        direct = session.feed(obj)
+        direct = session.feed(obj, principal)
         await self._persist(session)
         if direct and not stream.queue:
             session.streams.pop(key, None)
@@ -404,7 +432,7 @@ class StreamableHTTPApp:
         finally:
             self.in_flight -= 1
 
-    async def _initialize(self, obj: Any, send: Send) -> None:
+    async def _initialize(self, obj: Any, send: Send, principal: Principal | None) -> None:
         if len(self.sessions) >= self.config.max_sessions:
             self._expire_idle(time.monotonic())
         if len(self.sessions) >= self.config.max_sessions:
@@ -413,17 +441,18 @@ class StreamableHTTPApp:
         sid = secrets.token_urlsafe(24)
         session = HttpSession(self.new_connection(), sid, self.config.event_store,
                               on_request=self.on_request,
-                              on_notification=self.on_notification)
+                              on_notification=self.on_notification,
+                              owner=identity_of(principal))
         rid = obj.get("id") if isinstance(obj, dict) else None
         if not is_valid_id(rid):
-            direct = session.feed(obj)
+            direct = session.feed(obj, principal)
             await respond(send, 400, direct[0] if direct else error_body(
                 INVALID_REQUEST, "Invalid Request: initialize needs a string or integer id."))
             return
         assert isinstance(rid, str | int)
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[rid] = stream
-        session.feed(obj)
+        session.feed(obj, principal)
         data, _final = await stream.first()
         if session.conn.revision is None:  # initialize was refused (bad params)
             await respond(send, 200, data)
@@ -494,13 +523,14 @@ class StreamableHTTPApp:
 
     # ------------------------------------------------------------------ GET / DELETE
 
-    async def _get(self, headers: dict[str, str], send: Send, receive: Receive) -> None:
+    async def _get(self, headers: dict[str, str], send: Send, receive: Receive,
+                   principal: Principal | None) -> None:
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise Refused(406, "Not acceptable: GET needs Accept: text/event-stream.")
         if not self.config.enable_get:
             raise Refused(405, "Method not allowed: this server has no GET stream.",
                            headers=[(b"allow", b"POST, DELETE")])
-        session = await self._session(headers)
+        session = await self._session(headers, principal)
         self._check_version(headers, session)
         last = headers.get("last-event-id")
         if last is not None:
@@ -553,11 +583,12 @@ class StreamableHTTPApp:
             if live.standalone:
                 session.release_standalone(live)
 
-    async def _delete(self, headers: dict[str, str], send: Send) -> None:
+    async def _delete(self, headers: dict[str, str], send: Send,
+                      principal: Principal | None) -> None:
         if not self.config.allow_delete:
             raise Refused(405, "Method not allowed: sessions end when they expire.",
                            headers=[(b"allow", b"GET, POST")])
-        session = await self._session(headers)
+        session = await self._session(headers, principal)
         self._end(session.session_id)
         await respond(send, 200)
 

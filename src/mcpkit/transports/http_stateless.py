@@ -30,6 +30,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
+from ..session import Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, watch_disconnect
 from .http_streams import HttpSession, ResponseStream, relay
 
@@ -161,9 +162,9 @@ def stateless_status(data: bytes) -> int:
 
 
 async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: dict[str, str],
-                          send: Send, receive: Receive) -> None:
-    """A stateless request: no session; headers must match the body; errors get their
-    HTTP status; closing the response stream cancels the handler."""
+                          send: Send, receive: Receive, principal: Principal | None) -> None:
+    """A stateless request from ``principal``: no session; headers must match the body;
+    errors get their HTTP status; closing the response stream cancels the handler."""
     params = obj.get("params")
     if not isinstance(params, dict):
         params = {}
@@ -195,13 +196,13 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
     session = HttpSession(app.new_connection(), "", app.config.event_store,
                           on_request=app.on_request, on_notification=app.on_notification)
     if not is_valid_id(rid):
-        direct = session.feed(obj)
+        direct = session.feed(obj, principal)
         await respond(send, 400 if direct else 202, direct[0] if direct else b"")
         return
     assert isinstance(rid, str | int)
     stream = ResponseStream(session, "m")
     session.streams[rid] = stream
-    session.feed(obj)
+    session.feed(obj, principal)
     app.in_flight += 1
     try:
         first = await stream.first_unless_gone(receive)

@@ -24,7 +24,7 @@ from typing import Any
 from ..protocol.connection import Connection, Outgoing
 from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import encode_event
-from ..session import NotificationHandler, RequestHandler, Session
+from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.events import EventStore
 from .asgi import Receive, Send, watch_disconnect
 
@@ -201,7 +201,7 @@ class HttpSession:
     """One MCP session over HTTP: a ``Session`` whose output is routed to response streams."""
 
     __slots__ = ("__weakref__", "_seq", "backlog", "direct", "last_seen", "last_standalone",
-                 "saved", "session", "session_id", "standalone", "store", "streams")
+                 "owner", "saved", "session", "session_id", "standalone", "store", "streams")
 
     def __init__(
         self,
@@ -211,9 +211,13 @@ class HttpSession:
         *,
         on_request: RequestHandler | None,
         on_notification: NotificationHandler | None,
+        owner: str | None = None,
     ) -> None:
+        """``owner``: the identity of the principal that created the session (None: an
+        unauthenticated endpoint); only requests of that identity may use it."""
         self.session = Session(conn, output=self, on_request=on_request,
                                on_notification=on_notification)
+        self.owner = owner
         self.session.attach()  # handlers run as tasks of the running (asyncio) loop
         self.session_id = session_id
         self.store = store
@@ -229,6 +233,11 @@ class HttpSession:
     @property
     def conn(self) -> Connection:
         return self.session.conn
+
+    def record(self) -> dict[str, Any]:
+        """What a session store keeps of this session: the handshake state and the
+        owner."""
+        return {**self.conn.snapshot(), "owner": self.owner}
 
     def new_stream_id(self) -> str:
         self._seq += 1
@@ -256,9 +265,11 @@ class HttpSession:
         elif len(self.backlog) < MAX_BACKLOG:
             self.backlog.append(out.data)
 
-    def feed(self, obj: Any) -> list[bytes]:
-        """Give the connection one POSTed body; return errors that answer the POST itself."""
+    def feed(self, obj: Any, principal: Principal | None = None) -> list[bytes]:
+        """Give the connection one POSTed body, sent by ``principal`` (what the handlers
+        of its requests see as ``ctx.auth``); return errors that answer the POST itself."""
         self.last_seen = time.monotonic()
+        self.session.principal = principal
         self.direct = []
         try:
             self.session.receive_message(obj)

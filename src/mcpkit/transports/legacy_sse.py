@@ -4,7 +4,9 @@
 whose data is the URI to POST messages to (``<messages_path>?session_id=…``). Every
 message the server sends — responses included — is a ``message`` event on that one
 stream; POSTs are answered ``202 Accepted``. The session ends when the stream closes.
-Origin/Host checks and body limits are those of the Streamable HTTP app it sits beside.
+Origin/Host checks, body limits, the binding of a session to the identity of the
+principal that opened it (a POST of another identity is answered like one for an unknown
+session) and the ``call_guard`` are those of the Streamable HTTP app it sits beside.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 
 from ..protocol.errors import PARSE_ERROR
+from ..session import Principal
 from .asgi import (
     SSE_HEADERS,
     Receive,
@@ -27,6 +30,7 @@ from .asgi import (
     respond_refused,
     watch_disconnect,
 )
+from .http_auth import identity_of, principal_of, refused_call, respond_denied
 from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -48,26 +52,29 @@ class LegacySSE:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = headers_of(scope)
+        principal = principal_of(scope, self.app.config.principal_key)
         try:
             self.app.check_origin_and_host(scope, headers)
             path = scope.get("path", "").rstrip("/")
             method = scope["method"]
             if path == self.sse_path.rstrip("/") and method == "GET":
-                await self._stream(scope, send, receive)
+                await self._stream(scope, send, receive, principal)
             elif path == self.messages_path.rstrip("/") and method == "POST":
-                await self._post(scope, headers, receive, send)
+                await self._post(scope, headers, receive, send, principal)
             else:
                 raise Refused(405, "Method not allowed on this legacy HTTP+SSE endpoint.")
         except Refused as exc:
             await respond_refused(send, exc)
 
-    async def _stream(self, scope: Scope, send: Send, receive: Receive) -> None:
+    async def _stream(self, scope: Scope, send: Send, receive: Receive,
+                      principal: Principal | None) -> None:
         app = self.app
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
         session = HttpSession(app.new_connection(), sid, app.config.event_store,
-                              on_request=app.on_request, on_notification=app.on_notification)
+                              on_request=app.on_request, on_notification=app.on_notification,
+                              owner=identity_of(principal))
         stream = ResponseStream(session, session.new_stream_id(), standalone=True)
         session.standalone = stream
         self.sessions[sid] = session
@@ -97,11 +104,11 @@ class LegacySSE:
             app.session_ended(session)
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
-                    send: Send) -> None:
+                    send: Send, principal: Principal | None) -> None:
         query = scope.get("query_string", b"").decode("latin-1")
         params = dict(p.partition("=")[::2] for p in query.split("&") if p)
         session = self.sessions.get(params.get("session_id", ""))
-        if session is None:
+        if session is None or session.owner != identity_of(principal):
             raise Refused(404, "Session not found: open the SSE stream first and POST to the "
                                "endpoint it announced.")
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
@@ -114,7 +121,12 @@ class LegacySSE:
         except orjson.JSONDecodeError:
             raise Refused(400, "Parse error: the body is not valid JSON.",
                           code=PARSE_ERROR) from None
-        direct = session.feed(obj)
+        refused = refused_call(self.app.call_guard, principal,
+                               obj if isinstance(obj, list) else [obj])
+        if refused is not None:
+            await respond_denied(send, *refused)
+            return
+        direct = session.feed(obj, principal)
         for data in direct:  # errors for unreadable messages also travel on the stream
             assert session.standalone is not None
             session.standalone.push(data, False)
