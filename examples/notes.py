@@ -79,7 +79,10 @@ def _note(row: sqlite3.Row) -> Note:
                 created=row["created"])
 
 
-@server.tool(annotations={"readOnlyHint": False, "destructiveHint": False})
+# scopes: what a token must grant to call the tool when the server is served with auth=
+# (examples/protected_notes.py); no effect over stdio or unprotected HTTP.
+@server.tool(annotations={"readOnlyHint": False, "destructiveHint": False},
+             scopes=["notes:write"])
 def notes_add(title: str, body: str, tags: list[str] | None = None) -> Note:
     """Save a new note. Use when the user asks to remember or write something down.
     Returns the saved note with its id and creation time.
@@ -137,7 +140,7 @@ def notes_get(note_id: int) -> Note:
 
 
 @server.tool(annotations={"readOnlyHint": False, "destructiveHint": True,
-                          "idempotentHint": True})
+                          "idempotentHint": True}, scopes=["notes:write"])
 def notes_delete(note_id: int) -> Deleted:
     """Delete a note for good. Use only when the user explicitly asks to delete it.
     Returns the id of the deleted note."""

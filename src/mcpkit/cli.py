@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import shutil
 import sys
 from collections.abc import Sequence
@@ -179,11 +180,62 @@ def _print_content(blocks: list[Any], style: _Style) -> None:
             print(json.dumps(block))
 
 
+_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+
+
+def _http_headers(args: argparse.Namespace, target: Any) -> dict[str, str]:
+    """The extra HTTP headers of a command: each ``--header``, and ``Authorization:
+    Bearer`` from ``--token`` (else ``$MCPKIT_TOKEN``) for an http(s) target. A stdio
+    server takes its credentials from its environment, so ``--token`` is refused there."""
+    headers: dict[str, str] = {}
+    for item in args.header:
+        name, sep, value = item.partition(":")
+        if not sep or not name.strip():
+            raise UsageError(f"--header wants 'Name: value', got {item!r}")
+        headers[name.strip()] = value.strip()
+    if isinstance(target, list):
+        if args.token or headers:
+            raise UsageError("--token and --header are for http(s) servers; a stdio server "
+                             "takes its credentials from its environment")
+        return headers
+    token = args.token or os.environ.get("MCPKIT_TOKEN")
+    if token:
+        if not _B64TOKEN.fullmatch(token):
+            raise UsageError("the token is not a bearer token (RFC 6750: letters, digits "
+                             "and -._~+/ then optional '='); check what was pasted")
+        if any(name.lower() == "authorization" for name in headers):
+            raise UsageError("give the token with --token or an Authorization --header, "
+                             "not both")
+        headers["Authorization"] = f"Bearer {token}"
+    return headers
+
+
+def _http_refusal(exc: BaseException, sent_token: bool) -> str | None:
+    """What to tell the user when the server refused us with HTTP 401 or 403 (found in
+    ``exc`` or what caused it), else None."""
+    from .protocol.errors import TransportError
+
+    seen: BaseException | None = exc
+    while seen is not None and not isinstance(seen, TransportError):
+        seen = seen.__cause__
+    if seen is None or seen.status not in (401, 403):
+        return None
+    if seen.status == 401 and sent_token:
+        return ("the server refused the access token (HTTP 401): it is invalid, expired or "
+                f"for another server; get a new one for this server ({seen})")
+    if seen.status == 401:
+        return ("the server requires authorization (HTTP 401): give an access token with "
+                f"--token TOKEN or $MCPKIT_TOKEN ({seen})")
+    return ("the server refused this token (HTTP 403): it lacks a scope this needs; get a "
+            f"token with the scopes the server names ({seen})")
+
+
 async def _client_command(args: argparse.Namespace) -> int:
     from .client import Client, ServerUnreachable
     from .protocol.errors import MCPError, RemoteError
 
     target, rest = _target(args, list(args.rest))
+    headers = _http_headers(args, target)
     style = _Style(sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ)
     import tempfile
 
@@ -191,7 +243,8 @@ async def _client_command(args: argparse.Namespace) -> int:
     stderr = None if args.verbose else tempfile.TemporaryFile(
         "w+", encoding="utf-8", errors="replace")
     try:
-        async with Client(target, timeout=args.timeout, stderr=stderr) as client:
+        async with Client(target, timeout=args.timeout, stderr=stderr,
+                          headers=headers or None) as client:
             return await _dispatch(client, args, rest, style)
     except RemoteError as exc:
         sys.stderr.write(f"mcpkit: server error {exc.code}: {exc.message}\n")
@@ -203,7 +256,8 @@ async def _client_command(args: argparse.Namespace) -> int:
         _show_stderr_tail(stderr)
         return EXIT_USAGE
     except (MCPError, OSError) as exc:
-        sys.stderr.write(f"mcpkit: error: {exc}\n")
+        refusal = _http_refusal(exc, any(n.lower() == "authorization" for n in headers))
+        sys.stderr.write(f"mcpkit: error: {refusal or exc}\n")
         _show_stderr_tail(stderr)
         return EXIT_ERROR
     finally:
@@ -319,6 +373,13 @@ def _parser() -> argparse.ArgumentParser:
         sp.add_argument("--json", action="store_true", help="print raw JSON results")
         sp.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
         sp.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr")
+        auth_args(sp)
+
+    def auth_args(sp: argparse.ArgumentParser) -> None:
+        sp.add_argument("--token", help="http(s): an OAuth access token sent as "
+                        "'Authorization: Bearer TOKEN' (default: $MCPKIT_TOKEN)")
+        sp.add_argument("--header", action="append", default=[], metavar="NAME: VALUE",
+                        help="http(s): an extra HTTP header, repeatable")
 
     lst = sub.add_parser("list", help="list tools, resources, templates or prompts")
     lst.add_argument("kind", choices=["tools", "resources", "templates", "prompts"])
@@ -343,8 +404,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--fail-on", choices=["must", "should", "lint", "never"], default="must",
                      help="exit 1 when a finding at this level (or worse) failed")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
-    chk.add_argument("--header", action="append", default=[], metavar="NAME: VALUE",
-                     help="extra HTTP header (e.g. Authorization), repeatable")
+    auth_args(chk)
     chk.add_argument("rest", nargs="*", metavar="URL")
     return p
 
@@ -358,12 +418,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     target_spec, rest = _target(args, args.rest)
     if rest:
         raise UsageError(f"unexpected arguments: {' '.join(rest)}")
-    headers = {}
-    for item in args.header:
-        name, sep, value = item.partition(":")
-        if not sep or not name.strip():
-            raise UsageError(f"--header wants 'Name: value', got {item!r}")
-        headers[name.strip()] = value.strip()
+    headers = _http_headers(args, target_spec)
     if isinstance(target_spec, list):
         target = Target(command=target_spec, timeout=args.timeout)
     else:
@@ -385,7 +440,14 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    # argparse gives a '*' positional nothing when an option comes between it and the
+    # command's first positional ("list tools --json URL"): take such leftovers as its own
+    if extra and hasattr(args, "rest") and not any(a.startswith("-") for a in extra):
+        args.rest = [*args.rest, *extra]
+    elif extra:
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
     if not hasattr(args, "args"):
         args.args = None
     try:

@@ -346,3 +346,40 @@ async def test_owned_fetcher_is_closed(idp: IdP) -> None:
     assert (await v.verify(idp.sign(idp.claims()))).subject == "alice"
     await v.aclose()
     await v.aclose()
+
+
+# ------------------------------------------------------------------ fixed keys
+
+
+async def test_fixed_keys_are_used_without_any_fetch(idp: IdP) -> None:
+    """``jwks=``: the given public keys verify tokens and nothing is ever fetched; a key
+    outside the set (or a forged kid) is refused at once, not looked up."""
+    document = {"keys": [idp.rsa.as_dict(private=False), idp.ec.as_dict(private=False)]}
+    stranger = jwk.RSAKey.generate_key(2048, {"kid": "rsa-9"}, private=True)
+    fetcher = Fetcher(timeout=0.5)
+    v = JWTVerifier(issuer=idp.issuer, audience=RESOURCE, jwks=document, fetcher=fetcher)
+    try:
+        assert (await v.verify(idp.sign(idp.claims()))).subject == "alice"
+        assert (await v.verify(idp.sign(idp.claims(), idp.ec, "ES256"))).subject == "alice"
+        assert "not known" in await refused(v, idp.sign(idp.claims(), idp.ed, "Ed25519"))
+        assert "not known" in await refused(v, idp.sign(idp.claims(), stranger))
+        assert "algorithm is not accepted" in await refused(
+            v, idp.hs256_with_public_key(idp.claims()))
+    finally:
+        await fetcher.aclose()
+    assert not idp.hits  # neither the JWKS nor the issuer's metadata was asked for
+
+
+@pytest.mark.parametrize("document", [
+    {}, {"keys": "no"}, {"keys": []}, {"keys": [{"kty": "oct", "k": "c2VjcmV0"}]},
+    {"keys": [{"kty": "RSA", "n": "junk"}]},
+], ids=["empty", "not-a-list", "no-keys", "symmetric-only", "unreadable"])
+def test_fixed_keys_must_hold_a_usable_key(idp: IdP, document: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="no usable signature key"):
+        JWTVerifier(issuer=idp.issuer, audience=RESOURCE, jwks=document)
+
+
+def test_fixed_keys_and_a_jwks_uri_are_exclusive(idp: IdP) -> None:
+    with pytest.raises(ValueError, match="not both"):
+        JWTVerifier(issuer=idp.issuer, audience=RESOURCE, jwks_uri=idp.jwks_uri,
+                    jwks={"keys": [idp.rsa.as_dict(private=False)]})

@@ -7,6 +7,10 @@ cached; it is fetched again when it is older than ``max_age``, or when a token n
 key it lacks -- at most once per ``refresh_interval``, however many such tokens arrive:
 concurrent misses wait for the one fetch in flight instead of starting their own.
 
+A key set may also be given up front (``jwks=``, a JWKS document): the keys of an issuer
+that publishes none, or keys pinned by configuration. It is never fetched nor refreshed; a
+token naming a key outside it is refused.
+
 Which keys count: public signature keys only. A symmetric (``oct``) key, an encryption
 key (``use: enc``) or one whose ``key_ops`` exclude ``verify`` is ignored, as is a key
 joserfc cannot read; a key's own ``alg``, when it has one, must be the token's. A token
@@ -28,6 +32,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import anyio
@@ -43,13 +48,18 @@ log = logging.getLogger("mcpkit.auth")
 
 
 class KeySource:
-    """The signing keys of one issuer. ``jwks_uri=None``: discovered from ``issuer``."""
+    """The signing keys of one issuer. ``jwks_uri=None``: discovered from ``issuer``;
+    ``jwks``: a fixed key set instead (``ValueError`` when it has no usable key, or when
+    ``jwks_uri`` is given too)."""
 
     def __init__(self, fetcher: Fetcher, *, issuer: str, jwks_uri: str | None = None,
                  refresh_interval: float = 60.0, max_age: float = 3600.0,
-                 retry_after: float = 5.0) -> None:
+                 retry_after: float = 5.0, jwks: Mapping[str, Any] | None = None) -> None:
         if refresh_interval <= 0 or max_age <= 0 or retry_after < 0:
             raise ValueError("refresh_interval and max_age must be > 0, retry_after >= 0")
+        if jwks is not None and jwks_uri is not None:
+            raise ValueError("give the keys (jwks) or where to fetch them (jwks_uri), "
+                             "not both")
         self.fetcher = fetcher
         self.issuer = issuer
         self.jwks_uri = jwks_uri
@@ -60,11 +70,23 @@ class KeySource:
         self._fetched_at = 0.0
         self._failure: tuple[float, str] | None = None  # (when, message) of the last failure
         self._lock = anyio.Lock()
+        self.fixed = jwks is not None
+        if jwks is not None:
+            self._keys = _usable_keys(jwks)
+            if not self._keys:
+                raise ValueError("the given JWKS has no usable signature key (public "
+                                 "asymmetric keys in a 'keys' list)")
 
     async def key_for(self, kid: str | None, alg: str) -> jwk.Key:
         """The key that verifies a token with this ``kid`` and ``alg``. Raises
         ``InvalidToken`` or ``VerifierUnavailable`` (see the module docstring)."""
         keys = self._keys
+        if self.fixed:
+            assert keys is not None
+            fixed = _find(keys, kid, alg)
+            if fixed is None:
+                raise InvalidToken("the token's signing key is not known to this server")
+            return fixed
         if keys is None or time.monotonic() - self._fetched_at >= self.max_age:
             keys = await self._load()
         key = _find(keys, kid, alg)
@@ -110,14 +132,21 @@ class KeySource:
                 raise VerifierUnavailable(f"the metadata of {self.issuer!r} has no jwks_uri")
             self.jwks_uri = uri
         document = await self.fetcher.get_json(self.jwks_uri, what="JWKS")
-        entries = document.get("keys")
-        if not isinstance(entries, list):
+        if not isinstance(document.get("keys"), list):
             raise VerifierUnavailable(f"the JWKS at {self.jwks_uri!r} has no 'keys' list")
-        keys = [key for entry in entries if (key := _signature_key(entry)) is not None]
+        keys = _usable_keys(document)
         if not keys:
             raise VerifierUnavailable(f"the JWKS at {self.jwks_uri!r} has no usable key")
         log.debug("fetched %d signing keys of %s", len(keys), self.issuer)
         return keys
+
+
+def _usable_keys(document: Mapping[str, Any]) -> list[jwk.Key]:
+    """The public signature keys of a JWKS document (none when it has no ``keys`` list)."""
+    entries = document.get("keys")
+    if not isinstance(entries, list):
+        return []
+    return [key for entry in entries if (key := _signature_key(entry)) is not None]
 
 
 def _signature_key(entry: Any) -> jwk.Key | None:

@@ -22,7 +22,8 @@ token never appears in an error or a log line.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 import orjson
 from joserfc import jws
@@ -53,13 +54,17 @@ class JWTVerifier:
     between key-set fetches caused by unknown key ids; ``max_age``: when the key set is
     fetched again anyway. ``fetcher``: the bounded HTTP fetcher (timeout, size limit);
     one with the defaults is made when not given, and :meth:`aclose` closes it.
+    ``jwks``: the issuer's public keys as a JWKS document, for an issuer that publishes
+    none or keys pinned by configuration: nothing is fetched, and a token signed by any
+    other key is refused (``ValueError`` when it has no usable key or ``jwks_uri`` is
+    given too).
     """
 
     def __init__(self, *, issuer: str, audience: str | Audience, jwks_uri: str | None = None,
                  algorithms: Iterable[str] = DEFAULT_ALGORITHMS, leeway: float = 60.0,
                  refresh_interval: float = 60.0, max_age: float = 3600.0,
                  max_token_length: int = DEFAULT_MAX_TOKEN_LENGTH,
-                 fetcher: Fetcher | None = None) -> None:
+                 fetcher: Fetcher | None = None, jwks: Mapping[str, Any] | None = None) -> None:
         self.algorithms = frozenset(algorithms)
         for alg in self.algorithms:
             model = jws.JWSRegistry.algorithms.get(alg)
@@ -77,7 +82,7 @@ class JWTVerifier:
         self._own_fetcher = fetcher is None
         self.fetcher = fetcher if fetcher is not None else Fetcher()
         self.keys = KeySource(self.fetcher, issuer=issuer, jwks_uri=jwks_uri,
-                              refresh_interval=refresh_interval, max_age=max_age)
+                              refresh_interval=refresh_interval, max_age=max_age, jwks=jwks)
         self._registries = {alg: jws.JWSRegistry(algorithms=[alg], strict_check_header=False)
                             for alg in self.algorithms}
 

@@ -223,7 +223,8 @@ class Client:
             exited = await process_exit(self.stream) if session.closed else None
             if exited is not None:
                 raise ServerUnreachable(exited)
-            raise HandshakeError(f"cannot start the session: {session.handshake_error}")
+            raise HandshakeError(f"cannot start the session: {session.handshake_error}"
+                                 ) from session.handshake_failure
         if self.ping_interval:
             tg.start_soon(self._keepalive, self.ping_interval)
 

@@ -114,6 +114,7 @@ class Session:
         "conn",
         "drain_timeout",
         "handshake_error",
+        "handshake_failure",
         "principal",
         "pump",
         "state",
@@ -152,6 +153,8 @@ class Session:
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
+        #: The transport's error when it could not carry ``initialize`` (its HTTP status).
+        self.handshake_failure: MCPError | None = None
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         #: Who the input being fed comes from, set by an authenticating transport before it
         #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
@@ -237,6 +240,7 @@ class Session:
             return False
         if method == "initialize" and not self._handshake_done:
             self.handshake_error = str(error)
+            self.handshake_failure = error
             self._mark_started()
         waiter = self._waiters.pop(rid, None)
         if waiter is not None:
