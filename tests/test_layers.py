@@ -595,3 +595,14 @@ def test_package_reexporting_its_submodules(tmp_path: Path, x_code: str, circle:
     }
     expected = [["mcpkit.pkg", "mcpkit.pkg.x", "mcpkit.pkg"]] if circle else []
     assert import_cycles(graph) == expected
+
+
+MAX_MODULE_LINES = 600
+
+
+def test_no_module_over_600_lines() -> None:
+    """Small modules with one job (issue #11): a module that grows past the limit is split
+    before it lands, not after."""
+    long = {str(path.relative_to(SRC)): n for path in SRC.rglob("*.py")
+            if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
+    assert not long, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"

@@ -153,8 +153,7 @@ class Session:
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
-        #: The transport's error when it could not carry ``initialize`` (its HTTP status).
-        self.handshake_failure: MCPError | None = None
+        self.handshake_failure: MCPError | None = None  # the transport's, if initialize's
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         #: Who the input being fed comes from, set by an authenticating transport before it
         #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
