@@ -383,3 +383,47 @@ def test_fixed_keys_and_a_jwks_uri_are_exclusive(idp: IdP) -> None:
     with pytest.raises(ValueError, match="not both"):
         JWTVerifier(issuer=idp.issuer, audience=RESOURCE, jwks_uri=idp.jwks_uri,
                     jwks={"keys": [idp.rsa.as_dict(private=False)]})
+
+
+# ------------------------------------------------------------------ the verification cache
+
+
+async def test_a_verified_token_is_remembered_until_its_exp(idp: IdP) -> None:
+    """The second request with a token is served from the cache (the same principal
+    object, no signature check), but never past the token's ``exp``."""
+    token = idp.sign(idp.claims())
+    short = idp.sign(idp.claims(exp=int(time.time()) + 2))
+    async with verifier(idp, leeway=0) as v:
+        first = await v.verify(token)
+        assert await v.verify(token) is first
+        assert (await v.verify(short)).subject == "alice"
+        assert len(v.cache) == 2
+        await anyio.sleep(max(0.0, int(time.time()) + 3 - time.time()))
+        assert "expired" in await refused(v, short)
+        assert await v.verify(token) is first
+
+
+async def test_cache_off_and_bounded(idp: IdP) -> None:
+    token = idp.sign(idp.claims())
+    async with verifier(idp, cache_ttl=0) as v:
+        assert await v.verify(token) is not await v.verify(token)
+        assert len(v.cache) == 0
+    async with verifier(idp, max_entries=3) as v:
+        for n in range(5):
+            await v.verify(idp.sign(idp.claims(sub=f"user-{n}")))
+        assert len(v.cache) == 3
+    with pytest.raises(ValueError, match="cache_ttl"):
+        JWTVerifier(issuer=idp.issuer, audience=RESOURCE, cache_ttl=-1)
+
+
+async def test_refusals_are_not_remembered(idp: IdP) -> None:
+    """A refused token is checked again each time (a client cannot poison the cache), and
+    a forged copy of a cached token is not mistaken for it."""
+    token = idp.sign(idp.claims())
+    head, body, sig = token.split(".")
+    forged = f"{head}.{idp.sign(idp.claims(sub='mallory')).split('.')[1]}.{sig}"
+    async with verifier(idp) as v:
+        await v.verify(token)
+        assert "signature is not valid" in await refused(v, forged)
+        assert "signature is not valid" in await refused(v, forged)
+        assert len(v.cache) == 1

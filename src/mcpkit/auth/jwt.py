@@ -31,6 +31,7 @@ from joserfc.errors import JoseError
 
 from ..protocol.errors import InvalidToken
 from .access_token import AccessToken
+from .cache import TokenCache, token_key
 from .claims import Audience, ClaimRules
 from .fetch import Fetcher
 from .jwks import KeySource
@@ -57,14 +58,23 @@ class JWTVerifier:
     ``jwks``: the issuer's public keys as a JWKS document, for an issuer that publishes
     none or keys pinned by configuration: nothing is fetched, and a token signed by any
     other key is refused (``ValueError`` when it has no usable key or ``jwks_uri`` is
-    given too).
+    given too). ``cache_ttl``: seconds a verified token is remembered (by its SHA-256,
+    never past its ``exp``; 0: never), so a client sending the same token on every request
+    costs one hash and one lookup instead of a signature check; at most ``max_entries``
+    are kept, least recently used dropped first. A signing key removed from the issuer's
+    set therefore stops being trusted within ``cache_ttl`` of its removal being fetched.
     """
 
     def __init__(self, *, issuer: str, audience: str | Audience, jwks_uri: str | None = None,
                  algorithms: Iterable[str] = DEFAULT_ALGORITHMS, leeway: float = 60.0,
                  refresh_interval: float = 60.0, max_age: float = 3600.0,
                  max_token_length: int = DEFAULT_MAX_TOKEN_LENGTH,
-                 fetcher: Fetcher | None = None, jwks: Mapping[str, Any] | None = None) -> None:
+                 fetcher: Fetcher | None = None, jwks: Mapping[str, Any] | None = None,
+                 cache_ttl: float = 300.0, max_entries: int = 10_000) -> None:
+        if cache_ttl < 0:
+            raise ValueError("cache_ttl must be >= 0 (0: verify every request)")
+        self.cache_ttl = cache_ttl
+        self.cache: TokenCache[AccessToken] = TokenCache(max_entries)
         self.algorithms = frozenset(algorithms)
         for alg in self.algorithms:
             model = jws.JWSRegistry.algorithms.get(alg)
@@ -96,6 +106,19 @@ class JWTVerifier:
         ``VerifierUnavailable`` (see the module docstring)."""
         if len(token) > self.max_token_length:
             raise InvalidToken("the token is too long")
+        if self.cache_ttl:
+            key = token_key(token)
+            cached = self.cache.get(key)
+            if cached is not None:
+                return cached
+            access = await self._verify(token)
+            assert access.expires_at is not None  # complete=True: exp is required
+            self.cache.put(key, access, min(self.cache_ttl, access.expires_at - time.time()))
+            return access
+        return await self._verify(token)
+
+    async def _verify(self, token: str) -> AccessToken:
+        """The full check of a token not in the cache."""
         try:
             signed = jws.extract_compact(token.encode("ascii"))
         except (JoseError, ValueError, TypeError):  # UnicodeError is a ValueError
