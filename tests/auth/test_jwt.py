@@ -420,7 +420,7 @@ async def test_refusals_are_not_remembered(idp: IdP) -> None:
     """A refused token is checked again each time (a client cannot poison the cache), and
     a forged copy of a cached token is not mistaken for it."""
     token = idp.sign(idp.claims())
-    head, body, sig = token.split(".")
+    head, _body, sig = token.split(".")
     forged = f"{head}.{idp.sign(idp.claims(sub='mallory')).split('.')[1]}.{sig}"
     async with verifier(idp) as v:
         await v.verify(token)

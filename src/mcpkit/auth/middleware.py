@@ -101,9 +101,12 @@ class BearerAuth:
             await self._refuse(send, 403, "insufficient_scope", needed, insufficient_scope(
                 self.resource.metadata_url, self.required_scopes, needed))
             return
-        state = dict(scope.get("state") or {})
-        state[self.state_key] = access
-        await self.app({**scope, "state": state}, receive, send)
+        state = scope.get("state")
+        if isinstance(state, dict):  # the server's per-request copy: ours to add to
+            state[self.state_key] = access
+        else:
+            scope = {**scope, "state": {self.state_key: access}}
+        await self.app(scope, receive, send)
 
     async def _authenticate(self, scope: Scope, send: Send) -> AccessToken | None:
         """The verified principal, or ``None`` once a refusal has been sent."""
@@ -158,8 +161,10 @@ class BearerAuth:
 def _authorization(scope: Scope) -> str | None:
     """The one ``Authorization`` header value (``None`` if absent). Raises
     ``MalformedAuthorization`` for several, or for a token in the query string."""
-    query = scope.get("query_string", b"").decode("latin-1")
-    if any(name == "access_token" for name, _ in parse_qsl(query, keep_blank_values=True)):
+    raw_query: bytes = scope.get("query_string", b"")
+    query = raw_query.decode("latin-1") if raw_query else ""
+    if query and any(name == "access_token"
+                     for name, _ in parse_qsl(query, keep_blank_values=True)):
         raise MalformedAuthorization(
             "send the token in the Authorization header, never in the query string")
     values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
