@@ -16,7 +16,13 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit.auth import Fetcher, IntrospectionVerifier, InvalidToken, VerifierUnavailable
+from mcpkit.auth import (
+    Audience,
+    Fetcher,
+    IntrospectionVerifier,
+    InvalidToken,
+    VerifierUnavailable,
+)
 from mcpkit.auth.cache import TokenCache, token_key
 
 from .idp import CLIENT_ID, CLIENT_SECRET, RESOURCE, IdP
@@ -96,14 +102,28 @@ async def test_unknown_token_is_inactive(idp: IdP) -> None:
 
 
 async def test_rules_apply_only_to_what_the_answer_carries(idp: IdP) -> None:
-    idp.introspection["bare"] = {"active": True}
+    """Issuer and times are checked when present; the audience always."""
+    idp.introspection["bare"] = {"active": True, "aud": RESOURCE}
     idp.introspection["other-iss"] = answer(iss="https://evil.example.com")
     idp.introspection["our-iss"] = answer(iss=idp.issuer)
     async with verifier(idp, issuer=idp.issuer) as v:
         bare = await v.verify("bare")
-        assert (bare.subject, bare.audience, bare.expires_at) == (None, (), None)
+        assert (bare.subject, bare.audience, bare.expires_at) == (None, (RESOURCE,), None)
         assert "another issuer" in await refused(v, "other-iss")
         assert (await v.verify("our-iss")).issuer == idp.issuer
+
+
+async def test_an_answer_naming_no_audience_is_refused(idp: IdP) -> None:
+    """What oidc-provider answers for a refresh token: active, no ``aud``, no
+    ``token_type``. Without an audience nothing says the token was issued for this
+    server, so it is refused (an ``Audience`` with another claim reads that claim)."""
+    idp.introspection["refresh"] = answer(aud=None, token_type=None)
+    idp.introspection["appid"] = answer(aud=None, appid="api://notes")
+    async with verifier(idp) as v:
+        assert await refused(v, "refresh") == "the token names no audience"
+    async with verifier(idp, audience=Audience(RESOURCE, also=["api://notes"],
+                                               claim="appid")) as v:
+        assert (await v.verify("appid")).audience == ("api://notes",)
 
 
 async def test_active_answers_are_cached(idp: IdP) -> None:

@@ -280,3 +280,14 @@ async def test_a_revoked_opaque_token_is_refused(oidc: OidcProvider,
     oidc.revoke(token)
     assert oidc.introspect(token) == {"active": False}
     assert await refused(opaque_server, token) == "the token is not active"
+
+
+async def test_a_refresh_token_is_no_access_token_at_the_introspecting_server(
+        oidc: OidcProvider, opaque_server: LiveServer) -> None:
+    """oidc-provider says a refresh token is active, with no ``aud`` nor ``token_type``:
+    refused, as the answer does not name this server."""
+    user = oidc.authorization_code(resource=OPAQUE_RESOURCE)
+    said = oidc.introspect(user["refresh_token"])
+    assert said["active"] is True and "aud" not in said and "token_type" not in said
+    assert await refused(opaque_server, user["refresh_token"]) == (
+        "the token names no audience")

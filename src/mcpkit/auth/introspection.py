@@ -5,7 +5,9 @@ authenticated as this resource server (``client_secret_basic`` or
 ``client_secret_post``), requires ``"active": true``, applies the same issuer, audience
 and time rules as the JWT verifier to whatever of ``iss``, ``aud`` and ``exp``/``nbf``/
 ``iat`` the answer carries, refuses an answer that says it describes a refresh token, and
-returns the :class:`~mcpkit.auth.access_token.AccessToken`.
+returns the :class:`~mcpkit.auth.access_token.AccessToken`. The audience is required: an
+answer that names none (oidc-provider's for a refresh token, which carries no
+``token_type`` either) does not show the token was issued for this server.
 
 Caching: answers are kept by the token's SHA-256 (:mod:`mcpkit.auth.cache`), an active
 one for ``cache_ttl`` seconds but never past its ``exp``, a refusal for
@@ -44,8 +46,8 @@ class IntrospectionVerifier:
     ``endpoint``: the introspection URL (https; http only on loopback).
     ``client_id``/``client_secret``: this server's credentials at the authorization
     server, sent as ``auth_method`` says. ``audience``: this server's canonical resource
-    URI or an :class:`~mcpkit.auth.claims.Audience`; checked when the answer has an
-    audience. ``issuer``: when given, an answer's ``iss`` must equal it. ``cache_ttl``,
+    URI or an :class:`~mcpkit.auth.claims.Audience`; the answer must name it.
+    ``issuer``: when given, an answer's ``iss`` must equal it. ``cache_ttl``,
     ``inactive_ttl``, ``max_entries``: see the module docstring. ``fetcher``: the bounded
     HTTP fetcher; one with the defaults is made when not given, closed by :meth:`aclose`.
     """
