@@ -198,6 +198,37 @@ async def test_endpoint_failures_are_unavailable(idp: IdP, mode: str, message: s
         assert "opaque-secret-token" not in str(info.value)
 
 
+async def test_an_unsupported_token_type_answer_refuses_the_token(idp: IdP) -> None:
+    """HTTP 400 ``unsupported_token_type`` (oidc-provider's answer for its JWT access
+    tokens): the endpoint will not vouch for the token, so it is refused (401, cached as a
+    refusal), not reported as an unavailable server (503, retried for ever)."""
+    idp.introspection_mode = "oauth-error"
+    idp.introspection_error = (400, {"error": "unsupported_token_type",
+                                     "error_description": "Structured JWT Tokens cannot "
+                                                          "be introspected"})
+    async with verifier(idp) as v:
+        assert await refused(v, "a.jwt.token") == (
+            "the authorization server does not introspect this kind of token")
+        await refused(v, "a.jwt.token")
+    assert idp.hits["/introspect"] == 1
+
+
+@pytest.mark.parametrize("status, body, message", [
+    (400, {"error": "invalid_request"}, r"HTTP 400 \(invalid_request\)"),
+    (401, {"error": "unsupported_token_type"}, r"HTTP 401 \(unsupported_token_type\)"),
+    (400, {"error": "<b>" + "x" * 100}, "HTTP 400$"),
+    (400, ["unsupported_token_type"], "HTTP 400$"),
+    (500, {"error": "unsupported_token_type"}, "HTTP 500$"),
+])
+async def test_other_error_answers_are_unavailable(idp: IdP, status: int, body: Any,
+                                                   message: str) -> None:
+    idp.introspection_mode = "oauth-error"
+    idp.introspection_error = (status, body)
+    async with verifier(idp) as v:
+        with pytest.raises(VerifierUnavailable, match=message):
+            await v.verify("opaque-1")
+
+
 async def test_post_redirects_keep_method_and_origin(idp: IdP) -> None:
     """307 within the origin is followed with the same POST; 302 (which would turn it
     into a GET) is not followed."""

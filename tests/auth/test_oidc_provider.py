@@ -291,3 +291,15 @@ async def test_a_refresh_token_is_no_access_token_at_the_introspecting_server(
     assert said["active"] is True and "aud" not in said and "token_type" not in said
     assert await refused(opaque_server, user["refresh_token"]) == (
         "the token names no audience")
+
+
+async def test_a_jwt_access_token_at_the_introspecting_server_is_refused_not_503(
+        oidc: OidcProvider, opaque_server: LiveServer) -> None:
+    """oidc-provider answers HTTP 400 ``unsupported_token_type`` when asked about its
+    JWT access tokens: the token is refused (401), the server is not "unavailable"."""
+    signed = oidc.client_credentials()["access_token"]
+    asked = oidc.http.post(oidc.introspection_endpoint, auth=("mcp-server", SECRET),
+                           data={"token": signed})
+    assert (asked.status_code, asked.json()["error"]) == (400, "unsupported_token_type")
+    assert await refused(opaque_server, signed) == (
+        "the authorization server does not introspect this kind of token")
