@@ -303,3 +303,30 @@ async def test_a_jwt_access_token_at_the_introspecting_server_is_refused_not_503
     assert (asked.status_code, asked.json()["error"]) == (400, "unsupported_token_type")
     assert await refused(opaque_server, signed) == (
         "the authorization server does not introspect this kind of token")
+
+
+# ------------------------------------------------------------------ DPoP
+
+
+async def test_a_dpop_bound_token_is_refused_as_a_bearer_token(
+        oidc: OidcProvider, jwt_server: LiveServer, opaque_server: LiveServer) -> None:
+    """oidc-provider binds a token to the key of the DPoP proof sent with its request
+    (``cnf.jkt``, token type DPoP). mcpkit checks no proofs, so it refuses such a token
+    under ``Bearer`` (whoever copied it could use it) and answers ``DPoP`` with the
+    challenge for a missing bearer token."""
+    key = jwk.ECKey.generate_key("P-256", private=True)
+    signed = oidc.client_credentials(dpop_key=key)
+    opaque = oidc.client_credentials(resource=OPAQUE_RESOURCE, dpop_key=key)
+    assert signed["token_type"] == opaque["token_type"] == "DPoP"
+    thumbprint = key.thumbprint()
+    assert parts(signed["access_token"])[1]["cnf"] == {"jkt": thumbprint}
+    assert oidc.introspect(opaque["access_token"])["cnf"] == {"jkt": thumbprint}
+    for live, token in ((jwt_server, signed), (opaque_server, opaque)):
+        assert await refused(live, token["access_token"]) == (
+            "the token is bound to a key (cnf) and this server accepts bearer tokens only")
+        proof = oidc.dpop_proof(key, live.url)
+        async with httpx.AsyncClient(timeout=10) as http:
+            reply = await http.post(live.url, json={}, headers={
+                "authorization": f"DPoP {token['access_token']}", "dpop": proof})
+        assert reply.status_code == 401
+        assert "error=" not in reply.headers["www-authenticate"]

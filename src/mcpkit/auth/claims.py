@@ -103,10 +103,18 @@ class ClaimRules:
         ``complete=False`` (an introspection answer, whose ``active`` already vouches for
         the token): they are checked only when present.
 
-        Raises ``InvalidToken`` for a missing required claim, another issuer, an audience
-        that does not name this server, an expired token, one not yet valid or issued in
-        the future, or a malformed claim.
+        A token with a ``cnf`` claim is sender-constrained (DPoP, RFC 9449; mutual TLS,
+        RFC 8705): only its holder may use it, which only a proof checked here could
+        show. mcpkit takes bearer tokens only, so such a token is refused rather than
+        accepted as a bearer token (which would let anyone who copied it use it).
+
+        Raises ``InvalidToken`` for a sender-constrained token, a missing required
+        claim, another issuer, an audience that does not name this server, an expired
+        token, one not yet valid or issued in the future, or a malformed claim.
         """
+        if "cnf" in claims:
+            raise InvalidToken("the token is bound to a key (cnf) and this server accepts "
+                               "bearer tokens only")
         self._check_issuer(claims, complete)
         audience = self._check_audience(claims)
         expires_at = self._check_times(claims, now, complete)
