@@ -17,6 +17,7 @@ import contextlib
 import hashlib
 import os
 import secrets
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -92,9 +93,12 @@ class OidcProvider:
                 self.issuer, self.port = ready["issuer"], ready["port"]
                 return self
             if self.proc.poll() is not None or time.monotonic() > deadline:
+                status = self.proc.poll()
+                log = self.log()
                 self.stop()
-                raise RuntimeError(f"oidc-provider did not start (status "
-                                   f"{self.proc.returncode}): {self.log()}")
+                why = (f"exited with status {status}" if status is not None
+                       else f"did not start within {START_SECONDS} s")
+                raise RuntimeError(f"oidc-provider {why}: {log}")
             time.sleep(0.05)
 
     def __exit__(self, *exc: Any) -> None:
@@ -104,16 +108,16 @@ class OidcProvider:
         """End the process group started for this server (SIGTERM, then SIGKILL)."""
         self.http.close()
         proc = self.proc
-        if proc is None:
-            return
-        with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
+        if proc is not None:
             with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+                os.killpg(proc.pid, signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(timeout=10)
+        shutil.rmtree(self._dir, ignore_errors=True)
 
     def log(self) -> str:
         return (self._dir / "stderr").read_text(errors="replace")[-4000:]

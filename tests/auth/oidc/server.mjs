@@ -3,8 +3,7 @@
 //
 //   OIDC_NODE_MODULES=<dir with oidc-provider installed> OIDC_TEST_CONFIG='<json>' node server.mjs
 //
-// OIDC_TEST_CONFIG: {"jwks": {"keys": [<private JWKs>]}, "secret": "<client secret>",
-//                    "issuer_suffix": "" (optional)}.
+// OIDC_TEST_CONFIG: {"jwks": {"keys": [<private JWKs>]}, "secret": "<client secret>"}.
 // It listens on a free port of 127.0.0.1, its issuer http://127.0.0.1:<port>, and prints one
 // JSON line {"issuer": ..., "port": ...} once it accepts connections. It stops on SIGTERM.
 //
@@ -49,7 +48,7 @@ await new Promise((resolve, reject) => {
   server.listen(0, '127.0.0.1', resolve);
 });
 const { port } = server.address();
-const issuer = `http://127.0.0.1:${port}${config.issuer_suffix ?? ''}`;
+const issuer = `http://127.0.0.1:${port}`;
 
 const client = (id, extra) => ({
   client_id: id,
