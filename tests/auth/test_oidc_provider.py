@@ -10,8 +10,9 @@ oidc-provider's metadata) or by ``IntrospectionVerifier`` (its introspection end
 Covered: a valid token calls a tool and ``ctx.auth`` shows what oidc-provider put in it;
 per-call scopes (403, then success); refused with 401: a token for another resource, an
 expired one, one from another issuer, one signed by an unknown key or under a known
-``kid`` with another key, ``alg: none``, a refresh token, a revoked opaque token, a
-sender-constrained (DPoP) token presented as a bearer token.
+``kid`` with another key, ``alg: none``, a refresh token, a revoked opaque token, a JWT
+that oidc-provider will not introspect, a sender-constrained (DPoP) token presented as a
+bearer token. And the way a client finds the authorization server from the 401.
 """
 
 from __future__ import annotations
@@ -143,6 +144,29 @@ async def test_a_client_credentials_jwt_calls_a_tool_with_its_claims_in_ctx_auth
                     "issuer": oidc.issuer, "audience": [RESOURCE],
                     "expires_at": claims["exp"],
                     "claims": ["aud", "client_id", "exp", "iat", "iss", "jti", "scope", "sub"]}
+
+
+async def test_from_the_401_to_a_token_that_is_accepted(oidc: OidcProvider,
+                                                         jwt_server: LiveServer) -> None:
+    """What a client does: the challenge names the resource metadata, which names
+    oidc-provider, whose metadata gives the token endpoint; a token asked for with the
+    metadata's ``resource`` is accepted."""
+    async with httpx.AsyncClient(timeout=10) as http:
+        challenge = await http.post(jwt_server.url, json={})
+        assert challenge.status_code == 401
+        assert 'resource_metadata="https://mcp.example.com/.well-known/oauth-protected-' \
+               'resource/mcp"' in challenge.headers["www-authenticate"]
+        prm = (await http.get(jwt_server.base + "/.well-known/oauth-protected-resource/mcp"
+                              )).json()
+        assert prm["authorization_servers"] == [oidc.issuer]
+        metadata = (await http.get(prm["authorization_servers"][0]
+                                   + "/.well-known/openid-configuration")).json()
+        assert metadata["issuer"] == oidc.issuer
+        assert metadata["token_endpoint"] == oidc.token_endpoint
+        grant = await http.post(metadata["token_endpoint"], auth=("app", SECRET), data={
+            "grant_type": "client_credentials", "resource": prm["resource"],
+            "scope": " ".join(prm["scopes_supported"])})
+    assert (await whoami(jwt_server, grant.json()["access_token"]))["scopes"] == SCOPES
 
 
 async def test_an_authorization_code_token_names_the_user_and_its_refresh_works(
