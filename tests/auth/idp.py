@@ -49,6 +49,7 @@ class IdP:
         self.hang_seconds = 0.5
         self.hits: Counter[str] = Counter()
         self.introspection: dict[str, dict[str, Any]] = {}
+        self.introspection_error: tuple[int, Any] = (400, {"error": "invalid_request"})
         self.introspection_auth: list[str] = []  # "basic" / "post" per request seen
         self.introspection_bodies: list[dict[str, str]] = []
 
@@ -165,6 +166,8 @@ class IdP:
             await asyncio.sleep(self.hang_seconds)
         if self.introspection_mode == "junk":
             await _send(send, 200, b"active", b"text/plain")
+        elif self.introspection_mode == "oauth-error":  # an error status and body
+            await _json(send, *self.introspection_error)
         elif self.introspection_mode == "list":
             await _json(send, 200, [{"active": True}])
         else:

@@ -16,7 +16,13 @@ from typing import Any
 import anyio
 import pytest
 
-from mcpkit.auth import Fetcher, IntrospectionVerifier, InvalidToken, VerifierUnavailable
+from mcpkit.auth import (
+    Audience,
+    Fetcher,
+    IntrospectionVerifier,
+    InvalidToken,
+    VerifierUnavailable,
+)
 from mcpkit.auth.cache import TokenCache, token_key
 
 from .idp import CLIENT_ID, CLIENT_SECRET, RESOURCE, IdP
@@ -81,6 +87,7 @@ async def test_wrong_client_credentials_are_unavailable_not_invalid(idp: IdP) ->
     ({"aud": "https://other.example.com"}, "another resource"),
     ({"token_type": "refresh_token"}, "refresh token"),
     ({"scope": 5}, "scope claim is malformed"),
+    ({"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}, "bound to a key (cnf)"),
 ])
 async def test_refused_answers(idp: IdP, fields: dict[str, Any], reason: str) -> None:
     if "exp" in fields:
@@ -96,14 +103,28 @@ async def test_unknown_token_is_inactive(idp: IdP) -> None:
 
 
 async def test_rules_apply_only_to_what_the_answer_carries(idp: IdP) -> None:
-    idp.introspection["bare"] = {"active": True}
+    """Issuer and times are checked when present; the audience always."""
+    idp.introspection["bare"] = {"active": True, "aud": RESOURCE}
     idp.introspection["other-iss"] = answer(iss="https://evil.example.com")
     idp.introspection["our-iss"] = answer(iss=idp.issuer)
     async with verifier(idp, issuer=idp.issuer) as v:
         bare = await v.verify("bare")
-        assert (bare.subject, bare.audience, bare.expires_at) == (None, (), None)
+        assert (bare.subject, bare.audience, bare.expires_at) == (None, (RESOURCE,), None)
         assert "another issuer" in await refused(v, "other-iss")
         assert (await v.verify("our-iss")).issuer == idp.issuer
+
+
+async def test_an_answer_naming_no_audience_is_refused(idp: IdP) -> None:
+    """What oidc-provider answers for a refresh token: active, no ``aud``, no
+    ``token_type``. Without an audience nothing says the token was issued for this
+    server, so it is refused (an ``Audience`` with another claim reads that claim)."""
+    idp.introspection["refresh"] = answer(aud=None, token_type=None)
+    idp.introspection["appid"] = answer(aud=None, appid="api://notes")
+    async with verifier(idp) as v:
+        assert await refused(v, "refresh") == "the token names no audience"
+    async with verifier(idp, audience=Audience(RESOURCE, also=["api://notes"],
+                                               claim="appid")) as v:
+        assert (await v.verify("appid")).audience == ("api://notes",)
 
 
 async def test_active_answers_are_cached(idp: IdP) -> None:
@@ -176,6 +197,37 @@ async def test_endpoint_failures_are_unavailable(idp: IdP, mode: str, message: s
             await v.verify("opaque-secret-token")
         assert time.monotonic() - started < 0.6
         assert "opaque-secret-token" not in str(info.value)
+
+
+async def test_an_unsupported_token_type_answer_refuses_the_token(idp: IdP) -> None:
+    """HTTP 400 ``unsupported_token_type`` (oidc-provider's answer for its JWT access
+    tokens): the endpoint will not vouch for the token, so it is refused (401, cached as a
+    refusal), not reported as an unavailable server (503, retried for ever)."""
+    idp.introspection_mode = "oauth-error"
+    idp.introspection_error = (400, {"error": "unsupported_token_type",
+                                     "error_description": "Structured JWT Tokens cannot "
+                                                          "be introspected"})
+    async with verifier(idp) as v:
+        assert await refused(v, "a.jwt.token") == (
+            "the authorization server does not introspect this kind of token")
+        await refused(v, "a.jwt.token")
+    assert idp.hits["/introspect"] == 1
+
+
+@pytest.mark.parametrize("status, body, message", [
+    (400, {"error": "invalid_request"}, r"HTTP 400 \(invalid_request\)"),
+    (401, {"error": "unsupported_token_type"}, r"HTTP 401 \(unsupported_token_type\)"),
+    (400, {"error": "<b>" + "x" * 100}, "HTTP 400$"),
+    (400, ["unsupported_token_type"], "HTTP 400$"),
+    (500, {"error": "unsupported_token_type"}, "HTTP 500$"),
+])
+async def test_other_error_answers_are_unavailable(idp: IdP, status: int, body: Any,
+                                                   message: str) -> None:
+    idp.introspection_mode = "oauth-error"
+    idp.introspection_error = (status, body)
+    async with verifier(idp) as v:
+        with pytest.raises(VerifierUnavailable, match=message):
+            await v.verify("opaque-1")
 
 
 async def test_post_redirects_keep_method_and_origin(idp: IdP) -> None:

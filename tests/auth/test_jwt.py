@@ -112,6 +112,8 @@ async def test_scopes_from_scp(idp: IdP, claims: dict[str, Any], scopes: set[str
     ({"scope": ["a"]}, "scope claim is malformed"),
     ({"sub": 12}, "'sub' claim is not a string"),
     ({"exp": "tomorrow"}, "not a number"),
+    ({"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}, "bound to a key (cnf)"),
+    ({"cnf": {"x5t#S256": "bwcK0esc3ACC3DB2Y5_lESsXE8o9ltc05O89jdN-dg2"}}, "bearer tokens only"),
 ])
 async def test_claim_rules(idp: IdP, overrides: dict[str, Any], reason: str) -> None:
     now = int(time.time())

@@ -96,16 +96,27 @@ class ClaimRules:
         """Check ``claims`` at time ``now`` (seconds since the epoch) and build the
         principal.
 
-        ``complete=True`` (a JWT): ``iss``, ``exp`` and the audience claim are required.
+        The audience claim is always required: a token that names no audience was not
+        issued for this server (a real introspection endpoint answers ``active`` for a
+        refresh token, or for a token meant for the userinfo endpoint, without one).
+        ``complete=True`` (a JWT): ``iss`` and ``exp`` are required too.
         ``complete=False`` (an introspection answer, whose ``active`` already vouches for
-        the token): each is checked only when present.
+        the token): they are checked only when present.
 
-        Raises ``InvalidToken`` for a missing required claim, another issuer, an audience
-        that does not name this server, an expired token, one not yet valid or issued in
-        the future, or a malformed claim.
+        A token with a ``cnf`` claim is sender-constrained (DPoP, RFC 9449; mutual TLS,
+        RFC 8705): only its holder may use it, which only a proof checked here could
+        show. mcpkit takes bearer tokens only, so such a token is refused rather than
+        accepted as a bearer token (which would let anyone who copied it use it).
+
+        Raises ``InvalidToken`` for a sender-constrained token, a missing required
+        claim, another issuer, an audience that does not name this server, an expired
+        token, one not yet valid or issued in the future, or a malformed claim.
         """
+        if "cnf" in claims:
+            raise InvalidToken("the token is bound to a key (cnf) and this server accepts "
+                               "bearer tokens only")
         self._check_issuer(claims, complete)
-        audience = self._check_audience(claims, complete)
+        audience = self._check_audience(claims)
         expires_at = self._check_times(claims, now, complete)
         subject = _optional_str(claims, "sub")
         client_id = next((c for name in CLIENT_ID_CLAIMS
@@ -123,12 +134,10 @@ class ClaimRules:
         if self.issuer is not None and iss != self.issuer:
             raise InvalidToken("the token was issued by another issuer")
 
-    def _check_audience(self, claims: Mapping[str, Any], complete: bool) -> tuple[str, ...]:
+    def _check_audience(self, claims: Mapping[str, Any]) -> tuple[str, ...]:
         values = self.audience.values_in(claims)
         if values is None:
-            if complete:
-                raise InvalidToken("the token names no audience")
-            return ()
+            raise InvalidToken("the token names no audience")
         if self.audience.accepted.isdisjoint(values):
             raise InvalidToken("the token was issued for another resource")
         return values

@@ -16,12 +16,16 @@ request (with its client credentials and token) somewhere else.
 Failure modes: every failure raises :class:`~mcpkit.protocol.errors.VerifierUnavailable`
 whose message names the document and the URL asked for and what went wrong (HTTP status,
 timeout, size, not a JSON object); request bodies (which may hold a token) never appear
-in it. A URL that breaks the scheme rule raises ``VerifierUnavailable`` too, before any
+in it. An HTTP 400 or 401 whose body is an OAuth error (RFC 6749 §5.2: a JSON object with
+an ``error`` code) raises its subclass :class:`ErrorAnswer`, which carries the code, so a
+caller can tell an answer about the request (``unsupported_token_type``) from a failure.
+A URL that breaks the scheme rule raises ``VerifierUnavailable`` too, before any
 connection is made.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -35,6 +39,16 @@ from .urls import is_loopback_host, origin_of
 
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_MAX_BYTES = 1 << 20  # 1 MiB: far above any real key set or metadata document
+_ERROR_CODE = re.compile(r"[a-z0-9_.:-]{1,64}")  # an OAuth error code, safe to log
+
+
+class ErrorAnswer(VerifierUnavailable):
+    """An HTTP 400 or 401 with an OAuth error body: ``status`` and ``error`` (its code)."""
+
+    def __init__(self, message: str, status: int, error: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.error = error
 
 
 class Fetcher:
@@ -117,13 +131,27 @@ class Fetcher:
             try:
                 if not response.is_redirect:
                     if response.status_code != 200:
-                        raise VerifierUnavailable(
-                            f"{what} at {url!r} answered HTTP {response.status_code}")
+                        await self._refuse(response, url, what)
                     return await self._read(response, url, what)
                 url = self._redirect_target(method, url, response, what)
             finally:
                 await response.aclose()
         raise VerifierUnavailable(f"{what}: more than {self.max_redirects} redirects")
+
+    async def _refuse(self, response: httpx.Response, url: str, what: str) -> None:
+        """Raise for a non-200 answer: ``ErrorAnswer`` for an OAuth error body on a 400
+        or 401, ``VerifierUnavailable`` otherwise."""
+        status = response.status_code
+        message = f"{what} at {url!r} answered HTTP {status}"
+        if status in (400, 401):
+            try:
+                body = orjson.loads(await self._read(response, url, what))
+            except (VerifierUnavailable, orjson.JSONDecodeError):
+                body = None
+            error = body.get("error") if isinstance(body, dict) else None
+            if isinstance(error, str) and _ERROR_CODE.fullmatch(error):
+                raise ErrorAnswer(f"{message} ({error})", status, error)
+        raise VerifierUnavailable(message)
 
     def _redirect_target(self, method: str, url: str, response: httpx.Response,
                          what: str) -> str:

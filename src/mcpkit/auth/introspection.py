@@ -5,7 +5,9 @@ authenticated as this resource server (``client_secret_basic`` or
 ``client_secret_post``), requires ``"active": true``, applies the same issuer, audience
 and time rules as the JWT verifier to whatever of ``iss``, ``aud`` and ``exp``/``nbf``/
 ``iat`` the answer carries, refuses an answer that says it describes a refresh token, and
-returns the :class:`~mcpkit.auth.access_token.AccessToken`.
+returns the :class:`~mcpkit.auth.access_token.AccessToken`. The audience is required: an
+answer that names none (oidc-provider's for a refresh token, which carries no
+``token_type`` either) does not show the token was issued for this server.
 
 Caching: answers are kept by the token's SHA-256 (:mod:`mcpkit.auth.cache`), an active
 one for ``cache_ttl`` seconds but never past its ``exp``, a refusal for
@@ -13,9 +15,11 @@ one for ``cache_ttl`` seconds but never past its ``exp``, a refusal for
 each time). Revocation therefore takes effect within ``cache_ttl`` at most.
 
 Failure modes: ``InvalidToken`` (401) for a token that is too long, inactive, a refresh
-token, or whose claims fail; ``VerifierUnavailable`` (503) when the endpoint cannot be
-asked or answers with anything but HTTP 200 and a JSON object (a 401 there means this
-server's client credentials are wrong). The token is sent only in the POST body to the
+token, one the endpoint will not introspect (HTTP 400 ``unsupported_token_type``: what
+oidc-provider answers for its JWT access tokens), or whose claims fail;
+``VerifierUnavailable`` (503) when the endpoint cannot be asked or answers with anything
+else but HTTP 200 and a JSON object (a 401 there means this server's client credentials
+are wrong). The token is sent only in the POST body to the
 configured endpoint, and is never logged or put in an error. The constructor raises
 ``ValueError`` for an endpoint that is not https (http only on loopback), an unknown
 ``auth_method`` or a negative cache time.
@@ -32,7 +36,7 @@ from ..protocol.errors import InvalidToken, VerifierUnavailable
 from .access_token import AccessToken
 from .cache import TokenCache, token_key
 from .claims import Audience, ClaimRules
-from .fetch import Fetcher
+from .fetch import ErrorAnswer, Fetcher
 from .verifier import DEFAULT_MAX_TOKEN_LENGTH
 
 ClientAuth = Literal["client_secret_basic", "client_secret_post"]
@@ -44,8 +48,8 @@ class IntrospectionVerifier:
     ``endpoint``: the introspection URL (https; http only on loopback).
     ``client_id``/``client_secret``: this server's credentials at the authorization
     server, sent as ``auth_method`` says. ``audience``: this server's canonical resource
-    URI or an :class:`~mcpkit.auth.claims.Audience`; checked when the answer has an
-    audience. ``issuer``: when given, an answer's ``iss`` must equal it. ``cache_ttl``,
+    URI or an :class:`~mcpkit.auth.claims.Audience`; the answer must name it.
+    ``issuer``: when given, an answer's ``iss`` must equal it. ``cache_ttl``,
     ``inactive_ttl``, ``max_entries``: see the module docstring. ``fetcher``: the bounded
     HTTP fetcher; one with the defaults is made when not given, closed by :meth:`aclose`.
     """
@@ -98,9 +102,9 @@ class IntrospectionVerifier:
             raise InvalidToken(cached)
         if cached is not None:
             return cached
-        answer = await self._introspect(token)
-        now = time.time()
         try:
+            answer = await self._introspect(token)
+            now = time.time()
             access = self._judge(answer, now)
         except InvalidToken as exc:
             self.cache.put(key, exc.description, self.inactive_ttl)
@@ -119,8 +123,14 @@ class IntrospectionVerifier:
             headers["authorization"] = "Basic " + base64.b64encode(pair.encode()).decode()
         else:
             form.update(client_id=self.client_id, client_secret=self._client_secret)
-        return await self.fetcher.post_form(self.endpoint, form, headers=headers,
-                                            what="token introspection")
+        try:
+            return await self.fetcher.post_form(self.endpoint, form, headers=headers,
+                                                what="token introspection")
+        except ErrorAnswer as exc:
+            if exc.status == 400 and exc.error == "unsupported_token_type":
+                raise InvalidToken("the authorization server does not introspect this "
+                                   "kind of token") from None
+            raise
 
     def _judge(self, answer: dict[str, Any], now: float) -> AccessToken:
         if answer.get("active") is not True:
