@@ -114,6 +114,7 @@ class Session:
         "conn",
         "drain_timeout",
         "handshake_error",
+        "peer",
         "principal",
         "pump",
         "state",
@@ -157,6 +158,10 @@ class Session:
         #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
         #: None on unauthenticated transports.
         self.principal: Principal | None = None
+        #: Where the input being fed comes from, when the transport knows (an HTTP
+        #: client's address, set like ``principal``); None on stdio and in memory. Rate
+        #: limits key unauthenticated callers by it.
+        self.peer: str | None = None
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)
