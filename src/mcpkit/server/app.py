@@ -20,7 +20,9 @@ from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
 from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream
+from .audit import AuditHook
 from .context import Context
+from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
 from .methods import Methods
 from .mrtr import StateSeal
 from .peers import Peers
@@ -29,6 +31,7 @@ from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
 from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .tools import Tool
+from .watch import CallWatch
 
 if TYPE_CHECKING:
     from ..auth.config import Auth
@@ -50,6 +53,16 @@ class Server:
     ``page_size`` bounds list results (cursors are opaque to clients). ``state_key`` seals
     2026-07-28 ``requestState`` (see ``state_key``); ``cache_ttl_ms``/``cache_scope`` are
     the caching hints stamped on 2026-07-28 results.
+
+    ``rate_limit`` (none): how often one caller may call the tools without a limit of
+    their own, together (a ``RateLimit`` or a string such as ``"60/minute"``); a call over
+    it is answered with an ``isError`` result saying when to retry. Callers are told
+    apart by their access token's identity, else their HTTP address (see
+    ``mcpkit.server.limits``). ``rate_limit_store``: where the buckets live (a
+    ``BucketStore``; default: in memory, per server). ``audit``: called with an
+    ``AuditRecord`` after every ``tools/call`` (``AuditLog()`` writes JSON lines to a
+    logger); ``audit_arguments``: put the call's arguments in the records (off: they
+    may hold personal data or secrets). Invalid values are ``ValueError``s.
     """
 
     def __init__(
@@ -72,6 +85,10 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        rate_limit: RateLimit | str | None = None,
+        rate_limit_store: BucketStore | None = None,
+        audit: AuditHook | None = None,
+        audit_arguments: bool = False,
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -98,6 +115,19 @@ class Server:
         self._seal = StateSeal(state_key)
         self._lifespan = SharedLifespan(lifespan, self)
         self._methods = Methods(self, self._registry, self._peers, self._seal)
+        if audit is not None and not callable(audit):
+            raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
+        if not isinstance(audit_arguments, bool):
+            raise ValueError(f"audit_arguments must be True or False, got {audit_arguments!r}")
+        if rate_limit_store is not None and not callable(getattr(rate_limit_store, "take",
+                                                                 None)):
+            raise ValueError("rate_limit_store must be a BucketStore (with a take(key, "
+                             f"cost, rate, burst) method), got {rate_limit_store!r}")
+        default = as_limit(rate_limit, "Server(rate_limit=...)")
+        store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
+        self._watch = CallWatch(Limiter(default, store), audit, audit_arguments)
+        if default is not None or audit is not None:
+            self._methods.watch_calls(self._watch)
         for t in tools:
             self.add_tool(t)
         for r in resources:
@@ -131,10 +161,16 @@ class Server:
         ``meta``, ``structured_output`` (False: never structured), ``scopes`` (OAuth
         scopes a call needs when served over HTTP with ``auth=``: a token without all of
         them is answered 403 ``insufficient_scope``; no effect on stdio or without
-        ``auth=``). A second tool of the same name is a ``ValueError``, as is a scope name
-        that is not an RFC 6750 scope-token.
+        ``auth=``), ``rate_limit`` (the tool's own limit per caller, a ``RateLimit`` or a
+        string such as ``"10/minute"``, drawn from a budget of its own instead of the
+        server's ``rate_limit``; None exempts the tool from the server's). A second tool
+        of the same name is a ``ValueError``, as is a scope name that is not an RFC 6750
+        scope-token, or an invalid rate limit.
         """
-        return self._registry.add_tool(fn, **options)
+        tool = self._registry.add_tool(fn, **options)
+        if isinstance(tool.rate_limit, RateLimit):
+            self._methods.watch_calls(self._watch)
+        return tool
 
     def remove_tool(self, name: str) -> None:
         """Remove the tool ``name`` (``KeyError`` if there is none)."""

@@ -9,7 +9,7 @@ protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
 
 from __future__ import annotations
 
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import NotificationReceived, RequestReceived
@@ -21,6 +21,8 @@ from .mrtr import StateSeal
 from .peers import LISTEN_FLAGS, Peers
 from .registry import Completer, Registry
 from .resources import Resource, ResourceTemplate, check_uri
+from .tools import Tool
+from .watch import Call, CallWatch
 
 if TYPE_CHECKING:
     from .app import Server
@@ -38,6 +40,7 @@ class Methods:
         self._registry = registry
         self._peers = peers
         self._seal = seal
+        self._watch: CallWatch | None = None  # set by watch_calls
         self._table: dict[str, Handler] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -86,28 +89,91 @@ class Methods:
         return self._registry.tools_page(event.params, cached=newest)
 
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
-        params = event.params
+        # The hot path: the lookups of _tool and _arguments written out, no extra calls.
         name = _name(event)
         tool = self._registry.tools.get(name)
         if tool is None:
-            raise InvalidParams(
-                f"Unknown tool: '{name[:100]}'. Available tools: "
-                f"{_names(self._registry.tools)}. Call tools/list for their schemas.",
-                {"name": name[:100]},
-            )
-        arguments = params.get("arguments")
+            raise self._unknown_tool(name)
+        arguments = event.params.get("arguments")
         if arguments is None:
             arguments = {}
         elif not isinstance(arguments, dict):
-            raise InvalidParams("Invalid params: tools/call 'arguments' must be an object.")
+            raise _not_an_object()
         invalid = tool.invalid_arguments(arguments)
         if invalid is not None:
-            rev = event.meta.revision if event.meta is not None else session.conn.revision
-            if rev is not None and not rev.has("tool_input_errors"):
-                raise InvalidParams(invalid["content"][0]["text"])
-            return invalid
+            return self._refuse_arguments(session, event, invalid)
         ctx = self._context(session, event)
         return self._seal.run(event, ctx, tool.call(arguments, ctx))
+
+    def watch_calls(self, watch: CallWatch) -> None:
+        """Answer ``tools/call`` under ``watch`` (rate limits, the audit hook) from now on;
+        until this is called the plain path runs, without a check for either."""
+        self._watch = watch
+        self._table["tools/call"] = self._watched_tools_call
+
+    def _watched_tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
+        """``tools/call`` with its caller's budget drawn first (a call over it runs
+        nothing) and its outcome audited (``watch.py``)."""
+        watch = self._watch
+        assert watch is not None
+        call = Call(session, event)
+        try:
+            tool = self._tool(event)
+            arguments = _arguments(event)
+            wait = watch.take(call, tool, session)
+            if isinstance(wait, int | float):
+                if wait:
+                    return watch.finish(call, watch.limited(call, tool, wait))
+                result = self._call_watched(session, event, tool, arguments, call, watch)
+            else:
+                result = self._after_wait(session, event, tool, arguments, call, watch, wait)
+        except BaseException as exc:
+            watch.failed(call, exc)
+            raise
+        return watch.finish(call, result)
+
+    def _call_watched(self, session: Session, event: RequestReceived, tool: Tool,
+                      arguments: JSON, call: Call, watch: CallWatch) -> HandlerResult:
+        invalid = tool.invalid_arguments(arguments)
+        if invalid is not None:
+            watch.invalid(call)
+            return self._refuse_arguments(session, event, invalid)
+        ctx = self._context(session, event)
+        return self._seal.run(event, ctx, tool.call(arguments, ctx))
+
+    async def _after_wait(self, session: Session, event: RequestReceived, tool: Tool,
+                          arguments: JSON, call: Call, watch: CallWatch,
+                          waiting: Awaitable[float]) -> JSON:
+        """The watched call once an async bucket store has answered."""
+        wait = await waiting
+        if wait:
+            return watch.limited(call, tool, wait)
+        result = self._call_watched(session, event, tool, arguments, call, watch)
+        return result if isinstance(result, dict) else await result
+
+    def _tool(self, event: RequestReceived) -> Tool:
+        """The tool a ``tools/call`` names (an unknown one: ``InvalidParams``)."""
+        name = _name(event)
+        tool = self._registry.tools.get(name)
+        if tool is None:
+            raise self._unknown_tool(name)
+        return tool
+
+    def _unknown_tool(self, name: str) -> InvalidParams:
+        return InvalidParams(
+            f"Unknown tool: '{name[:100]}'. Available tools: "
+            f"{_names(self._registry.tools)}. Call tools/list for their schemas.",
+            {"name": name[:100]},
+        )
+
+    def _refuse_arguments(self, session: Session, event: RequestReceived,
+                          invalid: JSON) -> JSON:
+        """Arguments that fail the schema: the ``isError`` result ``invalid`` from
+        2025-11-25 on, ``InvalidParams`` (raised) before."""
+        rev = event.meta.revision if event.meta is not None else session.conn.revision
+        if rev is not None and not rev.has("tool_input_errors"):
+            raise InvalidParams(invalid["content"][0]["text"])
+        return invalid
 
     # ------------------------------------------------------------------ resources
 
@@ -216,6 +282,20 @@ class Methods:
             context_param: self._context(session, event)}
         return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {},
                          extra)
+
+
+def _arguments(event: RequestReceived) -> JSON:
+    """A ``tools/call``'s ``arguments`` (absent: none); not an object: ``InvalidParams``."""
+    arguments = event.params.get("arguments")
+    if arguments is None:
+        return {}
+    if not isinstance(arguments, dict):
+        raise _not_an_object()
+    return arguments
+
+
+def _not_an_object() -> InvalidParams:
+    return InvalidParams("Invalid params: tools/call 'arguments' must be an object.")
 
 
 def _name(event: RequestReceived) -> str:

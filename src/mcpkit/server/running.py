@@ -132,7 +132,12 @@ def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str =
              http: str = "auto", loop: str = "auto",
              header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (a graceful shutdown, exit 0).
-    ``header_timeout``: seconds a client may take to send a request's headers."""
+    ``header_timeout``: seconds a client may take to send a request's headers.
+
+    uvicorn's own proxy-header handling is off: the app's ``trusted_proxies`` is the one
+    place that decides whose ``Forwarded``/``X-Forwarded-*`` headers are believed (for
+    the Host check and the address rate limits key anonymous callers by); uvicorn's
+    default would rewrite the client address from any loopback peer's headers first."""
     import uvicorn
 
     parser, loop_impl = pick_parts(http, loop)
@@ -140,7 +145,8 @@ def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str =
     bound_host, bound_port = sock.getsockname()[:2]
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
-                            http=protocol_class(parser, header_timeout), loop=loop_impl)
+                            http=protocol_class(parser, header_timeout), loop=loop_impl,
+                            proxy_headers=False)
     server = uvicorn.Server(config)
     sys.stderr.write(f"mcpkit: serving MCP over Streamable HTTP at "
                      f"http://{shown}:{bound_port}{path} (uvicorn, {parser}, {loop_impl})\n")

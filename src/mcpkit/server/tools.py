@@ -26,6 +26,7 @@ from ..protocol.scopes import check_scopes
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .handler import HandlerSpec
+from .limits import INHERIT, Inherit, RateLimit, as_limit
 from .mrtr import InputRequired
 from .schema import Signature, output_schema, parse_docstring
 from .validation import SchemaValidator
@@ -64,9 +65,13 @@ class Tool:
         meta: JSON | None = None,
         structured_output: bool | None = None,
         scopes: Iterable[str] = (),
+        rate_limit: RateLimit | str | Inherit | None = INHERIT,
     ) -> None:
         """``scopes``: the OAuth scopes a call needs over a protected HTTP endpoint (see
-        ``Server.add_tool``); ``ValueError`` for a name that is not a scope-token."""
+        ``Server.add_tool``); ``ValueError`` for a name that is not a scope-token.
+        ``rate_limit``: the tool's own limit per caller (a ``RateLimit`` or its string),
+        None to exempt it, ``INHERIT`` (default) for the server's; ``ValueError`` for an
+        invalid one."""
         self.fn = fn
         self.scopes = check_scopes(scopes)
         self.spec = HandlerSpec(fn)
@@ -75,6 +80,10 @@ class Tool:
             raise ValueError(
                 f"invalid tool name {self.name!r}: use 1-128 characters of A-Z a-z 0-9 _ - ."
             )
+        #: The tool's own rate limit, None (exempt) or ``INHERIT`` (the server's).
+        self.rate_limit: RateLimit | Inherit | None = (
+            rate_limit if isinstance(rate_limit, Inherit)
+            else as_limit(rate_limit, f"tool {self.name!r}"))
         doc_desc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc_desc
         self.signature = Signature(self.spec, param_docs=param_docs)

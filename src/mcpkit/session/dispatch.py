@@ -115,6 +115,7 @@ class Session:
         "drain_timeout",
         "handshake_error",
         "handshake_failure",
+        "peer",
         "principal",
         "pump",
         "state",
@@ -159,6 +160,10 @@ class Session:
         #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
         #: None on unauthenticated transports.
         self.principal: Principal | None = None
+        #: Where the input being fed comes from, when the transport knows (an HTTP
+        #: client's address, set like ``principal``); None on stdio and in memory. Rate
+        #: limits key unauthenticated callers by it.
+        self.peer: str | None = None
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)
@@ -519,25 +524,20 @@ class Session:
                 )
             except RuntimeError:  # the event loop is gone
                 return False
-        sent = self.conn.send_notification(method, params, related=related)
-        if sent:
-            self._output.wake(False)
-        return sent
+        return self._woke(self.conn.send_notification(method, params, related=related))
 
     def progress(
         self, rid: RequestId, progress: float, total: float | None, message: str | None
     ) -> bool:
-        if self._closed:
-            return False
-        sent = self.conn.send_progress(rid, progress, total, message)
-        if sent:
-            self._output.wake(False)
-        return sent
+        return not self._closed and self._woke(
+            self.conn.send_progress(rid, progress, total, message))
 
     def log(self, level: str, data: Any, logger: str | None, related: RequestId | None) -> bool:
-        if self._closed:
-            return False
-        sent = self.conn.send_log(level, data, logger, related=related)
+        return not self._closed and self._woke(
+            self.conn.send_log(level, data, logger, related=related))
+
+    def _woke(self, sent: bool) -> bool:
+        """``sent``, once the output is woken when it is True (something was queued)."""
         if sent:
             self._output.wake(False)
         return sent

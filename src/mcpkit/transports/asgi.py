@@ -104,6 +104,35 @@ class OriginHostGuard:
             o.rstrip("/").lower() for o in allowed_origins}
         self.proxies = set(trusted_proxies)
 
+    def client_address(self, scope: Scope, headers: dict[str, str]) -> str | None:
+        """The address of the client a request comes from: the ASGI ``client`` host, or,
+        when that is a trusted proxy, the nearest address in ``Forwarded: for=`` (else
+        ``X-Forwarded-For``) that is not one, read from the right (the hops the trusted
+        proxies appended; what the client itself wrote is only believed past them).
+        None when the server gives no client (a Unix socket). Used as the rate-limit key
+        of unauthenticated requests."""
+        client = scope.get("client")
+        if not client:
+            return None
+        host: str = client[0]
+        if host not in self.proxies:
+            return host
+        hops: list[str] = []
+        fwd = headers.get("forwarded")
+        if fwd:
+            for element in fwd.split(","):
+                for part in element.split(";"):
+                    key, _, value = part.strip().partition("=")
+                    if key.lower() == "for":
+                        hops.append(_forwarded_node(value))
+        else:
+            hops = [h.strip() for h in headers.get("x-forwarded-for", "").split(",")]
+        hops = [h for h in hops if h]
+        for hop in reversed(hops):
+            if hop not in self.proxies:
+                return hop[:100]
+        return hops[0][:100] if hops else host
+
     def check(self, scope: Scope, headers: dict[str, str]) -> None:
         host = headers.get("host", "")
         client = scope.get("client")
@@ -133,6 +162,15 @@ class OriginHostGuard:
                 ok = scheme in ("http", "https") and host_name(rest) in LOCAL_HOSTS
             if not ok:
                 raise Refused(403, f"Forbidden: Origin {origin!r} is not allowed.")
+
+
+def _forwarded_node(value: str) -> str:
+    """The address of a ``Forwarded`` ``for=`` node: quotes, an IPv6 address's brackets
+    and a port removed (``"[2001:db8::1]:4711"`` -> ``2001:db8::1``)."""
+    node = value.strip().strip('"')
+    if node.startswith("["):
+        return node[1:node.find("]")] if "]" in node else node[1:]
+    return node.rsplit(":", 1)[0] if node.count(":") == 1 else node
 
 
 class _Read:

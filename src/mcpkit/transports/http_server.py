@@ -185,7 +185,8 @@ class StreamableHTTPApp:
             self.guard.check(scope, headers)
             method = scope["method"]
             if method == "POST":
-                await self._post(headers, receive, send, principal)
+                await self._post(headers, receive, send, principal,
+                                 self.guard.client_address(scope, headers))
             elif method == "GET":
                 await self._get(headers, send, receive, principal)
             elif method == "DELETE":
@@ -357,7 +358,7 @@ class StreamableHTTPApp:
     # ------------------------------------------------------------------ POST
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send,
-                    principal: Principal | None) -> None:
+                    principal: Principal | None, peer: str | None) -> None:
         ctype = headers.get("content-type", "").split(";")[0].strip().lower()
         if ctype != "application/json":
             raise Refused(415, "Unsupported media type: POST bodies must be "
@@ -384,20 +385,20 @@ class StreamableHTTPApp:
         ):
             # 2026-07-28: self-describing requests (and any session-less request, which
             # is judged by the stateless rules: missing _meta -> -32602)
-            await serve_stateless(self, obj, headers, send, receive, principal)
+            await serve_stateless(self, obj, headers, send, receive, principal, peer)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if is_init and "mcp-session-id" not in headers:
             if isinstance(obj, list):
                 raise Refused(400, "Invalid request: 'initialize' must not be in a batch.")
-            await self._initialize(obj, send, principal)
+            await self._initialize(obj, send, principal, peer)
             return
         session = await self._session(headers, principal)
         self._check_version(headers, session)
         request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
                        and "id" in m and is_valid_id(m["id"])]
         if not request_ids:
-            direct = session.feed(obj, principal)
+            direct = session.feed(obj, principal, peer)
             await self._persist(session)
             if direct:
                 await respond(send, 400, direct[0])
@@ -419,7 +420,7 @@ class StreamableHTTPApp:
             return
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[key] = stream
-        direct = session.feed(obj, principal)
+        direct = session.feed(obj, principal, peer)
         await self._persist(session)
         if direct and not stream.queue:
             session.streams.pop(key, None)
@@ -432,7 +433,8 @@ class StreamableHTTPApp:
         finally:
             self.in_flight -= 1
 
-    async def _initialize(self, obj: Any, send: Send, principal: Principal | None) -> None:
+    async def _initialize(self, obj: Any, send: Send, principal: Principal | None,
+                          peer: str | None) -> None:
         if len(self.sessions) >= self.config.max_sessions:
             self._expire_idle(time.monotonic())
         if len(self.sessions) >= self.config.max_sessions:
@@ -445,14 +447,14 @@ class StreamableHTTPApp:
                               owner=identity_of(principal))
         rid = obj.get("id") if isinstance(obj, dict) else None
         if not is_valid_id(rid):
-            direct = session.feed(obj, principal)
+            direct = session.feed(obj, principal, peer)
             await respond(send, 400, direct[0] if direct else error_body(
                 INVALID_REQUEST, "Invalid Request: initialize needs a string or integer id."))
             return
         assert isinstance(rid, str | int)
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[rid] = stream
-        session.feed(obj, principal)
+        session.feed(obj, principal, peer)
         data, _final = await stream.first()
         if session.conn.revision is None:  # initialize was refused (bad params)
             await respond(send, 200, data)

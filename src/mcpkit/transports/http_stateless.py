@@ -162,8 +162,10 @@ def stateless_status(data: bytes) -> int:
 
 
 async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: dict[str, str],
-                          send: Send, receive: Receive, principal: Principal | None) -> None:
-    """A stateless request from ``principal``: no session; headers must match the body;
+                          send: Send, receive: Receive, principal: Principal | None,
+                          peer: str | None = None) -> None:
+    """A stateless request from ``principal`` at address ``peer``: no session; headers
+    must match the body;
     errors get their HTTP status; closing the response stream cancels the handler."""
     params = obj.get("params")
     if not isinstance(params, dict):
@@ -196,13 +198,13 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
     session = HttpSession(app.new_connection(), "", app.config.event_store,
                           on_request=app.on_request, on_notification=app.on_notification)
     if not is_valid_id(rid):
-        direct = session.feed(obj, principal)
+        direct = session.feed(obj, principal, peer)
         await respond(send, 400 if direct else 202, direct[0] if direct else b"")
         return
     assert isinstance(rid, str | int)
     stream = ResponseStream(session, "m")
     session.streams[rid] = stream
-    session.feed(obj, principal)
+    session.feed(obj, principal, peer)
     app.in_flight += 1
     try:
         first = await stream.first_unless_gone(receive)

@@ -265,11 +265,14 @@ class HttpSession:
         elif len(self.backlog) < MAX_BACKLOG:
             self.backlog.append(out.data)
 
-    def feed(self, obj: Any, principal: Principal | None = None) -> list[bytes]:
+    def feed(self, obj: Any, principal: Principal | None = None,
+             peer: str | None = None) -> list[bytes]:
         """Give the connection one POSTed body, sent by ``principal`` (what the handlers
-        of its requests see as ``ctx.auth``); return errors that answer the POST itself."""
+        of its requests see as ``ctx.auth``) from the address ``peer``; return errors that
+        answer the POST itself."""
         self.last_seen = time.monotonic()
         self.session.principal = principal
+        self.session.peer = peer
         self.direct = []
         try:
             self.session.receive_message(obj)

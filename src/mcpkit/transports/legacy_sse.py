@@ -126,7 +126,7 @@ class LegacySSE:
         if refused is not None:
             await respond_denied(send, *refused)
             return
-        direct = session.feed(obj, principal)
+        direct = session.feed(obj, principal, self.app.guard.client_address(scope, headers))
         for data in direct:  # errors for unreadable messages also travel on the stream
             assert session.standalone is not None
             session.standalone.push(data, False)
