@@ -27,7 +27,6 @@ POST body is shown to the ``call_guard`` first (a refusal is a 403).
 from __future__ import annotations
 
 import asyncio
-import functools
 import logging
 import secrets
 import time
@@ -70,7 +69,7 @@ from .asgi import (
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_stateless import serve_stateless
-from .http_streams import HttpSession, Listener, ResponseStream
+from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
 SESSION_NOT_FOUND = -32001
 """JSON-RPC code of the 404 for an unknown or expired ``Mcp-Session-Id``."""
@@ -330,11 +329,7 @@ class StreamableHTTPApp:
         if session is not None:
             session.close()
             self.session_ended(session)
-            loop = asyncio.get_running_loop()
-            for what, coro in (("event log", self.config.event_store.drop(sid)),
-                               ("stored state", self.config.session_store.delete(sid))):
-                task = loop.create_task(coro)
-                task.add_done_callback(functools.partial(_log_failure, what, sid))
+            forget_stored(sid, self.config.event_store, self.config.session_store)
 
     def _expire_idle(self, now: float, limit: int | None = None) -> int:
         """End sessions idle past the timeout, least recently seen first, stopping at the
@@ -594,9 +589,3 @@ class StreamableHTTPApp:
         self._end(session.session_id)
         await respond(send, 200)
 
-
-def _log_failure(what: str, sid: str, task: asyncio.Task[Any]) -> None:
-    """Done-callback of a store cleanup: a failure is logged, never lost silently."""
-    if not task.cancelled() and task.exception() is not None:
-        log.error("could not remove the %s of ended session %s", what, sid,
-                  exc_info=task.exception())

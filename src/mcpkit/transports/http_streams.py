@@ -16,6 +16,7 @@ one per attempt. asyncio only (see ``transports.asgi``).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -26,6 +27,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.events import EventStore
+from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
 
 log = logging.getLogger("mcpkit.http")
@@ -305,3 +307,18 @@ class HttpSession:
 
 
 __all__ = ["HttpSession", "Listener", "ResponseStream", "relay"]
+
+
+def forget_stored(sid: str, events: EventStore, sessions: SessionStore) -> None:
+    """Remove an ended session's event log and stored record in the background (from the
+    event loop); a failure is logged, never lost silently."""
+    loop = asyncio.get_running_loop()
+    for what, coro in (("event log", events.drop(sid)), ("stored state", sessions.delete(sid))):
+        task = loop.create_task(coro)
+        task.add_done_callback(functools.partial(_log_failure, what, sid))
+
+
+def _log_failure(what: str, sid: str, task: asyncio.Task[Any]) -> None:
+    if not task.cancelled() and task.exception() is not None:
+        log.error("could not remove the %s of ended session %s", what, sid,
+                  exc_info=task.exception())
