@@ -284,6 +284,15 @@ class InvalidToken(AuthError):
     audience, unknown key, inactive): HTTP 401 ``invalid_token``."""
 
 
+class AuthorizationFailed(MCPError):
+    """The client side of OAuth could not obtain a token for an MCP server: discovery
+    found no usable metadata, the authorization server does not support PKCE S256, no
+    way to register a client, the authorization response was refused (``state`` or
+    ``iss`` mismatch, an error from the server), the token endpoint refused, or step-up
+    gave up after its retry limit. The message says which, and never contains a token,
+    a code or a client secret."""
+
+
 class VerifierUnavailable(MCPError):
     """The authorization server, its metadata or its keys could not be consulted (no
     answer in time, an HTTP error, junk, a body over the size limit), so the token could
