@@ -249,6 +249,66 @@ def test_issuer_without_path_tries_rfc8414_then_oidc_and_discards_other_issuers(
                      "https://as.example.com/.well-known/openid-configuration"]
 
 
+# ------------------------------------------------------------------ 2025-03-26 fallback
+
+ORIGIN = "https://mcp.example.com"
+PRM_URLS = [f"{ORIGIN}{PRM_PATH}", f"{ORIGIN}{ROOT_PRM}"]
+
+
+def test_server_without_prm_is_its_own_authorization_server_2025_03_26() -> None:
+    server = AuthServer(base=ORIGIN)  # the MCP server's origin serves the OAuth endpoints
+    mcp = Resource(server, prm_at=(), header_metadata=False)
+    browser = Browser(server)
+
+    def route(request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        return (mcp if path == "/mcp" or "protected-resource" in path else server).handle(
+            request)
+
+    with httpx.Client(transport=httpx.MockTransport(route), auth=OAuth(browser)) as http:
+        assert http.post(MCP, content=b"read").status_code == 200
+    assert mcp.paths[:3] == ["/mcp", PRM_PATH, ROOT_PRM]
+    assert server.paths == ["/.well-known/oauth-authorization-server", "/register",
+                            "/authorize", "/token"]
+    assert server.authorizations[0]["resource"] == server.token_requests[0]["resource"] == MCP
+
+
+def test_2025_03_26_fallback_without_metadata_uses_the_default_endpoints() -> None:
+    asked, respond = answer_with({})
+    found = drive(discover(MCP, None), respond)
+    assert asked == [*PRM_URLS, f"{ORIGIN}/.well-known/oauth-authorization-server"]
+    assert (found.issuer, found.resource) == (ORIGIN, MCP)
+    assert [found.endpoint(n) for n in ("authorization_endpoint", "token_endpoint",
+                                        "registration_endpoint")] == [
+        f"{ORIGIN}/authorize", f"{ORIGIN}/token", f"{ORIGIN}/register"]
+
+
+def test_2025_03_26_fallback_refuses_metadata_of_another_issuer() -> None:
+    _, respond = answer_with({f"{ORIGIN}/.well-known/oauth-authorization-server":
+                              as_document("https://as.example.com")})
+    with pytest.raises(AuthorizationFailed, match="2025-03-26 fallback failed"):
+        drive(discover(MCP, None), respond)
+
+
+def test_no_fallback_when_the_challenge_names_a_prm_url() -> None:
+    asked, respond = answer_with({})
+    with pytest.raises(AuthorizationFailed, match="no protected resource metadata"):
+        drive(discover(MCP, f"{ORIGIN}/prm"), respond)
+    assert not any("oauth-authorization-server" in url for url in asked)
+
+
+def test_no_fallback_when_a_prm_url_fails_otherwise_than_404() -> None:
+    asked: list[str] = []
+
+    def respond(step: Fetch) -> httpx.Response:
+        asked.append(str(step.request.url))
+        return httpx.Response(500 if len(asked) == 1 else 404, request=step.request)
+
+    with pytest.raises(AuthorizationFailed, match="HTTP 500"):
+        drive(discover(MCP, None), respond)
+    assert asked == PRM_URLS
+
+
 def test_prm_for_another_resource_is_refused(world: World) -> None:
     world.mcp.prm_resource = "https://evil.example.com/mcp"
     with pytest.raises(AuthorizationFailed, match="not for"):

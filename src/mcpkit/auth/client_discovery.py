@@ -9,12 +9,22 @@ metadata in the specification's order (RFC 8414 then OIDC, path-inserted first, 
 whose ``issuer`` is exactly that issuer. The result, :class:`Discovery`, says which
 ``resource`` to send and what the authorization server supports.
 
+When the server publishes no PRM at all (no ``resource_metadata`` in the challenge
+and every well-known URL answered 404), discovery falls back to the 2025-03-26 rules,
+which predate PRM: the MCP server's origin is the authorization server, its RFC 8414
+metadata is read from the origin's root well-known URL, and when that is 404 too the
+default endpoints ``/authorize``, ``/token`` and ``/register`` on the origin are used
+(PKCE S256 assumed: that revision required it of every server). ``resource`` is then
+the server's canonical URI.
+
 Why: the client must find the authorization server from the resource itself, refuse
 metadata that speaks for another resource or issuer (mix-up and phishing defences), and
-refuse to proceed without PKCE S256.
+refuse to proceed without PKCE S256. The 2025-03-26 fallback keeps servers of that
+revision (which mcpkit still speaks) usable; it never leaves the server's own origin.
 
 Failure modes: :class:`~mcpkit.protocol.errors.AuthorizationFailed` when no PRM document
-could be fetched (the message lists each URL's problem), its ``resource`` names another
+could be fetched and the 2025-03-26 fallback does not apply or fails (the message lists
+each URL's problem), its ``resource`` names another
 resource, it lists no usable authorization server, no metadata document of that issuer
 was found, or the metadata lacks ``code_challenge_methods_supported`` with ``S256`` or an
 https (loopback http) authorization or token endpoint.
@@ -90,13 +100,17 @@ def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any,
         urls.insert(0, resource_metadata)
     problems: list[str] = []
     prm: dict[str, Any] | None = None
+    statuses: set[int | None] = set()
     for url in dict.fromkeys(urls):
         fetched: Fetched = yield from exchange_json("GET", url)
         status = fetched.status
         if fetched.document is not None and status == 200:
             prm = fetched.document
             break
+        statuses.add(status)
         problems.append(fetched.problem or f"{url} answered HTTP {status}")
+    if prm is None and not resource_metadata and statuses == {404}:
+        return (yield from legacy_discovery(server))
     if prm is None:
         raise AuthorizationFailed("no protected resource metadata found for "
                                   f"{server!r}: {'; '.join(problems)}")
@@ -113,6 +127,26 @@ def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any,
     return Discovery(resource, issuer, metadata, _strings(prm.get("scopes_supported")))
 
 
+def legacy_discovery(server: str) -> Generator[Step, Any, Discovery]:
+    """The 2025-03-26 discovery for a server without PRM (see the module docstring)."""
+    parts = urlsplit(server)
+    issuer = f"{parts.scheme}://{parts.netloc}"  # ``server`` is canonical already
+    url = f"{issuer}/.well-known/oauth-authorization-server"
+    fetched: Fetched = yield from exchange_json("GET", url)
+    metadata = fetched.document
+    if fetched.status == 404:
+        metadata = {
+            "issuer": issuer, "authorization_endpoint": f"{issuer}/authorize",
+            "token_endpoint": f"{issuer}/token", "registration_endpoint": f"{issuer}/register",
+            "code_challenge_methods_supported": ["S256"]}
+    elif metadata is None or fetched.status != 200 or metadata.get("issuer") != issuer:
+        why = fetched.problem or (f"{url} answered HTTP {fetched.status}" if metadata is None
+                                  or fetched.status != 200 else f"{url} names another issuer")
+        raise AuthorizationFailed(f"no protected resource metadata found for {server!r}, "
+                                  f"and the 2025-03-26 fallback failed: {why}")
+    return Discovery(server, issuer, checked_metadata(issuer, metadata))
+
+
 def authorization_server(issuer: str) -> Generator[Step, Any, dict[str, Any]]:
     """The checked metadata of ``issuer`` (see the module docstring)."""
     problems: list[str] = []
@@ -125,11 +159,14 @@ def authorization_server(issuer: str) -> Generator[Step, Any, dict[str, Any]]:
         if fetched.document.get("issuer") != issuer:
             problems.append(f"{url} names another issuer; discarded")
             continue
-        metadata = fetched.document
-        break
-    else:
-        raise AuthorizationFailed(f"no authorization server metadata found for {issuer!r}: "
-                                  + "; ".join(problems))
+        return checked_metadata(issuer, fetched.document)
+    raise AuthorizationFailed(f"no authorization server metadata found for {issuer!r}: "
+                              + "; ".join(problems))
+
+
+def checked_metadata(issuer: str, metadata: dict[str, Any]) -> dict[str, Any]:
+    """``metadata`` when it offers PKCE S256 and usable endpoints, else
+    ``AuthorizationFailed``."""
     if "S256" not in _strings(metadata.get("code_challenge_methods_supported")):
         raise AuthorizationFailed(
             f"the authorization server {issuer!r} does not advertise PKCE S256 "
