@@ -112,6 +112,7 @@ class Session:
         "_waiters",
         "conn",
         "drain_timeout",
+        "handshake_cause",
         "handshake_error",
         "pump",
         "state",
@@ -150,6 +151,7 @@ class Session:
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
+        self.handshake_cause: MCPError | None = None  # fail_request's error
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         self.pump: BytePump | None = None
         if stream is not None:
@@ -231,6 +233,7 @@ class Session:
             return False
         if method == "initialize" and not self._handshake_done:
             self.handshake_error = str(error)
+            self.handshake_cause = error
             self._mark_started()
         waiter = self._waiters.pop(rid, None)
         if waiter is not None:

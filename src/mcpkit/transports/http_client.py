@@ -45,7 +45,7 @@ import httpx
 from anyio.abc import TaskGroup
 
 from ..protocol.connection import Connection, Event, Outgoing
-from ..protocol.errors import LocalProtocolError, TransportError
+from ..protocol.errors import AuthorizationFailed, LocalProtocolError, MCPError, TransportError
 from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
@@ -219,7 +219,7 @@ class HttpClientTransport:
             reason = connect_failure(self.url, exc)
             self.unreachable = self.unreachable or reason
             self._fail(out, TransportError(f"cannot reach {self.url}: {reason}"))
-        except TransportError as exc:
+        except (TransportError, AuthorizationFailed) as exc:  # no token: the reason as is
             self._fail(out, exc)
         except httpx.HTTPError as exc:
             self._fail(out, TransportError(
@@ -230,7 +230,7 @@ class HttpClientTransport:
         finally:
             self._handshake_step_done(out)
 
-    def _fail(self, out: Outgoing, error: TransportError) -> None:
+    def _fail(self, out: Outgoing, error: MCPError) -> None:
         if out.id is not None:
             self.session.fail_request(out.id, error)
         elif not self._closed:
