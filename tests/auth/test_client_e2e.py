@@ -106,16 +106,18 @@ async def test_client_authorizes_then_reuses_the_stored_token(setup: Setup,
     assert [auth.hits[p] for p in ("/register", "/authorize", "/token")] == [1, 1, 1]
 
 
-@pytest.mark.parametrize("version", [None, "2025-11-25", "2026-07-28"])
+@pytest.mark.parametrize(("mode", "version"), [("stateful", None), ("auto", None),
+                                               ("auto", "2026-07-28")])
 async def test_a_refusal_reaches_the_caller_once_as_authorization_failed(
-        setup: Setup, version: str | None) -> None:
-    """Auto mode (no version), the handshake (2025-11-25) and server/discover
-    (2026-07-28) all raise the flow's own exception, after one attempt: auto mode does
-    not try the stateful revision after a stateless probe failed for want of a token."""
+        setup: Setup, mode: str, version: str | None) -> None:
+    """The handshake, auto mode's server/discover probe and a 2026-07-28 server/discover
+    all raise the flow's own exception, after one attempt: auto mode does not try the
+    stateful revision after the probe failed for want of a token."""
     setup.auth.pkce_methods = None  # no S256 in the metadata: the client must stop
     oauth = OAuth(FollowRedirect(REDIRECT))
     with pytest.raises(AuthorizationFailed, match="PKCE S256"):
-        async with Client(setup.url, auth=oauth, protocol_version=version):
+        async with Client(setup.url, auth=oauth, mode=mode,  # type: ignore[arg-type]
+                          protocol_version=version):
             pass
     assert setup.auth.hits["/.well-known/oauth-authorization-server"] == 1
     assert setup.auth.authorizations == []
