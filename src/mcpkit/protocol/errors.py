@@ -42,8 +42,12 @@ Hierarchy::
     │   ├── MalformedAuthorization 400 ``invalid_request``: the ``Authorization`` header
     │   │                         breaks RFC 6750, or a token came another way
     │   └── InvalidToken          401 ``invalid_token``: not a token valid for this server
-    └── VerifierUnavailable       503: the authorization server or its keys could not be
-                                  consulted, so no token can be judged (not the caller's fault)
+    ├── VerifierUnavailable       503: the authorization server or its keys could not be
+    │                             consulted, so no token can be judged (not the caller's fault)
+    │   (raised by the OAuth client, ``mcpkit.auth.OAuth``:)
+    └── AuthorizationFailed       no token could be obtained for an MCP server (discovery,
+                                  registration, the authorization response or the token
+                                  endpoint failed); the message says which
 
 Local errors are raised where they are detected; the one place that receives from the
 peer (``protocol.connection``) turns a ``ProtocolError`` into the error response sent back.
