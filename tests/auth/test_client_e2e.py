@@ -10,6 +10,7 @@ reaches the caller as ``AuthorizationFailed``.
 from __future__ import annotations
 
 import asyncio
+import socket
 import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,7 +19,7 @@ from typing import Any
 
 import pytest
 
-from mcpkit import Server
+from mcpkit import HandshakeError, Server, ServerUnreachable
 from mcpkit.auth import (
     AuthorizationFailed,
     BearerAuth,
@@ -121,3 +122,27 @@ async def test_a_refusal_reaches_the_caller_once_as_authorization_failed(
             pass
     assert setup.auth.hits["/.well-known/oauth-authorization-server"] == 1
     assert setup.auth.authorizations == []
+
+
+async def test_an_unreachable_authorization_server_is_named_not_the_mcp_server() -> None:
+    """The MCP server answers (401) but its authorization server does not listen: the
+    error names the authorization server, and is no ``ServerUnreachable``."""
+    with socket.socket() as probe:  # a port nothing listens on once closed
+        probe.bind(("127.0.0.1", 0))
+        dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
+    later = Later()
+    live = LiveServer(later)
+    verifier = JWTVerifier(issuer=dead, audience=live.url, jwks_uri=f"{dead}/jwks")
+    later.app = BearerAuth(notes_server().asgi_app(),
+                           resource=ProtectedResource(live.url, [dead]), verifier=verifier)
+    with live:
+        oauth = OAuth(FollowRedirect(REDIRECT))
+        with pytest.raises(HandshakeError) as caught:
+            async with Client(live.url, auth=oauth):
+                pass
+        if live.loop is not None:
+            asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
+    assert not isinstance(caught.value, ServerUnreachable)
+    message = str(caught.value)
+    assert f"{dead}/.well-known/oauth-authorization-server" in message
+    assert "nothing is listening" in message
