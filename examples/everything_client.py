@@ -19,6 +19,7 @@ from typing import Any
 
 import anyio
 
+from mcpkit.auth import ClientCredentials, FollowRedirect, OAuth
 from mcpkit.client import Client
 
 log = logging.getLogger("everything_client")
@@ -98,6 +99,27 @@ async def every_tool(url: str, version: str | None, context: dict[str, Any]) -> 
             log.info("%s -> %s", tool.name, result.text[:200])
 
 
+# The Client ID Metadata Document URL the suite's auth scenarios expect a client to use.
+CIMD_URL = "https://conformance-test.local/client-metadata.json"
+
+
+async def authorized(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """auth/*: authorize (the suite's authorization server redirects straight back, so
+    the redirect is followed without a browser), list tools and call the first one.
+    Pre-registered credentials come from the context when the scenario gives them."""
+    client = None
+    if isinstance(context.get("client_id"), str):
+        client = ClientCredentials(context["client_id"], context.get("client_secret"))
+    auth = OAuth(FollowRedirect("http://localhost:3000/callback"), client=client,
+                 client_metadata_url=CIMD_URL, client_name="mcpkit-conformance-client")
+    async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
+                      mode="auto", auth=auth) as c:
+        tools = await c.list_tools()
+        if tools:
+            result = await c.call_tool(tools[0].name, {})
+            log.info("called %s: %s", tools[0].name, result.text)
+
+
 SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]]] = {
     "initialize": basic,
     "tools_call": basic,
@@ -124,7 +146,7 @@ def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    handler = SCENARIOS.get(scenario)
+    handler = authorized if scenario.startswith("auth/") else SCENARIOS.get(scenario)
     if handler is None:
         print(f"unsupported scenario {scenario!r}", file=sys.stderr)
         return 1

@@ -46,3 +46,25 @@ def test_import_keeps_heavy_modules_off_the_start_up_path() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]", f"importing mcpkit loaded {out}"
+
+
+def test_auth_surface_has_the_client_pieces() -> None:
+    import mcpkit.auth
+
+    client_side = {"OAuth", "RedirectHandler", "FollowRedirect", "ClientCredentials",
+                   "TokenStore", "MemoryTokenStore", "FileTokenStore", "Tokens",
+                   "AuthorizationFailed"}
+    assert client_side <= set(mcpkit.auth.__all__), client_side - set(mcpkit.auth.__all__)
+    for name in mcpkit.auth.__all__:
+        obj = getattr(mcpkit.auth, name)
+        if isinstance(obj, type) or callable(obj):
+            assert obj.__doc__, f"mcpkit.auth.{name} has no docstring"
+    assert mcpkit.client.AuthorizationFailed is mcpkit.auth.AuthorizationFailed
+
+
+def test_importing_the_client_leaves_the_auth_modules_alone() -> None:
+    code = ("import sys, mcpkit, mcpkit.client; "
+            "print(sorted(m for m in sys.modules if m.startswith('mcpkit.auth')))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         check=True).stdout.strip()
+    assert out == "[]", f"importing mcpkit.client loaded {out}"

@@ -15,16 +15,43 @@ The pieces, each in its own module:
 - :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
   URL rules (``urls``), the bounded fetcher (``fetch``).
 
+The client side (an MCP client getting tokens from an authorization server):
+
+- :class:`OAuth` (``client_oauth``): an ``httpx.Auth`` running the authorization code
+  flow with PKCE, discovery (``client_discovery``), registration and token requests
+  (``client_tokens``), the authorization request checks (``client_authorize``), the
+  challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
+- :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
+  user-facing part; :class:`TokenStore`, :class:`MemoryTokenStore`,
+  :class:`FileTokenStore`, :class:`Tokens`, :class:`ClientCredentials`
+  (``client_store``).
+
 The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 :class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
 ``mcpkit.protocol.errors`` and are re-exported here. See docs/auth.md.
 """
 
-from ..protocol.errors import AuthError, InvalidToken, MalformedAuthorization, VerifierUnavailable
+from ..protocol.errors import (
+    AuthError,
+    AuthorizationFailed,
+    InvalidToken,
+    MalformedAuthorization,
+    VerifierUnavailable,
+)
 from .access_token import AccessToken
 from .bearer import parse_authorization
 from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
 from .claims import Audience, ClaimRules
+from .client_callback import FollowRedirect, RedirectHandler
+from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_oauth import OAuth
+from .client_store import (
+    ClientCredentials,
+    FileTokenStore,
+    MemoryTokenStore,
+    Tokens,
+    TokenStore,
+)
 from .config import Auth
 from .fetch import Fetcher
 from .introspection import IntrospectionVerifier
@@ -41,20 +68,31 @@ __all__ = [
     "Audience",
     "Auth",
     "AuthError",
+    "AuthorizationFailed",
+    "BearerChallenge",
     "BearerAuth",
     "ClaimRules",
+    "ClientCredentials",
+    "FileTokenStore",
     "Fetcher",
+    "FollowRedirect",
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
     "MalformedAuthorization",
+    "MemoryTokenStore",
+    "OAuth",
     "ProtectedResource",
+    "RedirectHandler",
+    "TokenStore",
     "TokenVerifier",
+    "Tokens",
     "VerifierUnavailable",
     "bearer_challenge",
     "canonical_resource_uri",
     "insufficient_scope",
     "invalid_request",
+    "parse_bearer_challenge",
     "parse_authorization",
     "protected_resource_metadata_urls",
     "unauthorized",

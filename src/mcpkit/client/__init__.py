@@ -1,7 +1,9 @@
 """The client library: ``Client`` and its typed results.
 
 The client's exceptions are defined with every other in ``mcpkit.protocol.errors`` (and
-exported from ``mcpkit``); they are re-exported here.
+exported from ``mcpkit``); they are re-exported here, with ``AuthorizationFailed``: what
+connecting or a request raises when an ``auth=mcpkit.auth.OAuth(...)`` could not get a
+token (importing it from here leaves the auth client modules unloaded).
 
 | module | job |
 |---|---|
@@ -15,6 +17,7 @@ exported from ``mcpkit``); they are re-exported here.
 """
 
 from ..protocol.errors import (
+    AuthorizationFailed,
     HandshakeError,
     InvalidResult,
     OutputSchemaError,
@@ -27,6 +30,6 @@ from .client import Client
 from .listen import ListenStream
 
 __all__ = [
-    "Client", "HandshakeError", "InvalidResult", "ListenStream", "OutputSchemaError",
-    "PaginationError", "ServerUnreachable", "TransportError", "types",
+    "AuthorizationFailed", "Client", "HandshakeError", "InvalidResult", "ListenStream",
+    "OutputSchemaError", "PaginationError", "ServerUnreachable", "TransportError", "types",
 ]

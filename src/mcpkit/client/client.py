@@ -31,6 +31,7 @@ from ..protocol.connection import (
     SessionStarted,
 )
 from ..protocol.errors import (
+    AuthorizationFailed,
     CapabilityNotSupported,
     ConnectionClosed,
     HandshakeError,
@@ -223,8 +224,10 @@ class Client:
             exited = await process_exit(self.stream) if session.closed else None
             if exited is not None:
                 raise ServerUnreachable(exited)
+            if isinstance(session.handshake_cause, AuthorizationFailed):
+                raise session.handshake_cause  # as the caller's auth raised it
             raise HandshakeError(f"cannot start the session: {session.handshake_error}"
-                                 ) from session.handshake_failure
+                                 ) from session.handshake_cause
         if self.ping_interval:
             tg.start_soon(self._keepalive, self.ping_interval)
 

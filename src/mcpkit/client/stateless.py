@@ -18,6 +18,7 @@ from typing import Any
 from ..protocol.errors import (
     UNSUPPORTED_PROTOCOL_VERSION,
     AnswerLost,
+    AuthorizationFailed,
     CapabilityNotSupported,
     HandshakeError,
     InvalidResult,
@@ -83,6 +84,8 @@ class Stateless:
                     raise
                 version = shared[-1]
                 res = await self._discover(session, version, timeout)
+        except AuthorizationFailed:
+            raise  # no token for this server: trying the stateful revision would not help
         except MCPError as exc:
             failure = f"the server does not speak {version}: {exc}"
         else:

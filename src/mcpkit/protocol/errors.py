@@ -42,8 +42,12 @@ Hierarchy::
     │   ├── MalformedAuthorization 400 ``invalid_request``: the ``Authorization`` header
     │   │                         breaks RFC 6750, or a token came another way
     │   └── InvalidToken          401 ``invalid_token``: not a token valid for this server
-    └── VerifierUnavailable       503: the authorization server or its keys could not be
-                                  consulted, so no token can be judged (not the caller's fault)
+    ├── VerifierUnavailable       503: the authorization server or its keys could not be
+    │                             consulted, so no token can be judged (not the caller's fault)
+    │   (raised by the OAuth client, ``mcpkit.auth.OAuth``:)
+    └── AuthorizationFailed       no token could be obtained for an MCP server (discovery,
+                                  registration, the authorization response or the token
+                                  endpoint failed); the message says which
 
 Local errors are raised where they are detected; the one place that receives from the
 peer (``protocol.connection``) turns a ``ProtocolError`` into the error response sent back.
@@ -282,6 +286,15 @@ class MalformedAuthorization(AuthError):
 class InvalidToken(AuthError):
     """The token is not valid for this server (bad signature, expired, another issuer or
     audience, unknown key, inactive): HTTP 401 ``invalid_token``."""
+
+
+class AuthorizationFailed(MCPError):
+    """The client side of OAuth could not obtain a token for an MCP server: discovery
+    found no usable metadata, the authorization server does not support PKCE S256, no
+    way to register a client, the authorization response was refused (``state`` or
+    ``iss`` mismatch, an error from the server), the token endpoint refused, or step-up
+    gave up after its retry limit. The message says which, and never contains a token,
+    a code or a client secret."""
 
 
 class VerifierUnavailable(MCPError):

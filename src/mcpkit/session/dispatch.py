@@ -113,8 +113,8 @@ class Session:
         "_waiters",
         "conn",
         "drain_timeout",
+        "handshake_cause",
         "handshake_error",
-        "handshake_failure",
         "peer",
         "principal",
         "pump",
@@ -154,7 +154,7 @@ class Session:
         self._started: anyio.Event | None = None
         self._handshake_done = False
         self.handshake_error: str | None = None
-        self.handshake_failure: MCPError | None = None  # the transport's, if initialize's
+        self.handshake_cause: MCPError | None = None  # fail_request's error
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         #: Who the input being fed comes from, set by an authenticating transport before it
         #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
@@ -244,7 +244,7 @@ class Session:
             return False
         if method == "initialize" and not self._handshake_done:
             self.handshake_error = str(error)
-            self.handshake_failure = error
+            self.handshake_cause = error
             self._mark_started()
         waiter = self._waiters.pop(rid, None)
         if waiter is not None:

@@ -31,7 +31,9 @@ notification or answer that cannot be carried is logged. If the server forgot th
 session and refuses a new one, the session ends (``ConnectionClosed``).
 
 ``headers`` are added to every request; ``auth`` is an ``httpx.Auth`` (e.g. a bearer
-token flow) applied to every request.
+token flow) applied to every request. Its ``AuthorizationFailed`` fails the request as
+is; a host it could not reach (an authorization server) is named in the
+``TransportError`` and does not count as this server being unreachable.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ import httpx
 from anyio.abc import TaskGroup
 
 from ..protocol.connection import Connection, Event, Outgoing
-from ..protocol.errors import LocalProtocolError, TransportError
+from ..protocol.errors import AuthorizationFailed, LocalProtocolError, MCPError, TransportError
 from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
@@ -78,6 +80,14 @@ def connect_failure(url: str, exc: httpx.TransportError) -> str:
     if "ssl" in lowered or "certificate" in lowered:
         return f"TLS handshake with {where} failed: {text}"
     return f"cannot connect to {where}: {text}"
+
+
+def _failed_url(exc: httpx.TransportError) -> str | None:
+    """The URL of the request that failed, when httpx recorded it."""
+    try:
+        return str(exc.request.url)
+    except RuntimeError:  # raised outside a request
+        return None
 
 
 class HttpClientTransport:
@@ -216,10 +226,14 @@ class HttpClientTransport:
             else:
                 await self._post(out)
         except (httpx.ConnectError, httpx.ConnectTimeout) as exc:
-            reason = connect_failure(self.url, exc)
-            self.unreachable = self.unreachable or reason
-            self._fail(out, TransportError(f"cannot reach {self.url}: {reason}"))
-        except TransportError as exc:
+            target = _failed_url(exc) or self.url
+            reason = connect_failure(target, exc)
+            if httpx.URL(target).netloc == httpx.URL(self.url).netloc:
+                self.unreachable = self.unreachable or reason
+                self._fail(out, TransportError(f"cannot reach {self.url}: {reason}"))
+            else:  # another host on the way (an ``auth=``'s authorization server)
+                self._fail(out, TransportError(f"cannot reach {target}: {reason}"))
+        except (TransportError, AuthorizationFailed) as exc:  # no token: the reason as is
             self._fail(out, exc)
         except httpx.HTTPError as exc:
             self._fail(out, TransportError(
@@ -230,7 +244,7 @@ class HttpClientTransport:
         finally:
             self._handshake_step_done(out)
 
-    def _fail(self, out: Outgoing, error: TransportError) -> None:
+    def _fail(self, out: Outgoing, error: MCPError) -> None:
         if out.id is not None:
             self.session.fail_request(out.id, error)
         elif not self._closed:

@@ -1,0 +1,287 @@
+"""``OAuth``: an ``httpx.Auth`` that gets and keeps tokens for MCP servers.
+
+What: on a 401 it reads the ``Bearer`` challenge, discovers the authorization server
+(``client_discovery``), uses a stored token or refreshes it, and otherwise registers
+(``client_tokens.register``), sends the user through the authorization URL (the
+:class:`~mcpkit.auth.client_callback.RedirectHandler`), checks the response
+(``client_authorize``) and trades the code for tokens; then it retries the request with
+``Authorization: Bearer``. On a 403 ``insufficient_scope`` it authorizes again for the
+union of the scopes it asked for before and the challenged ones, at most
+``max_step_ups`` times per request, then lets the 403 through. Tokens go to a
+:class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource).
+
+Scopes asked for: the challenge's ``scope``, else the resource's ``scopes_supported``,
+else none; ``offline_access`` is added when the authorization server lists it (a refresh
+token is wanted) and ``offline_access=True``.
+
+How: the flow is a pure generator of steps (``client_steps``) pumped by
+:meth:`OAuth.sync_auth_flow` (``httpx.Client``) and :meth:`OAuth.async_auth_flow`
+(``httpx.AsyncClient``). The async pump awaits the redirect handler; the sync pump runs
+it with ``anyio.run`` (so it must not be called from a thread running an event loop).
+One authorization at a time per ``OAuth`` object: a request that meets a 401 while
+another one is authorizing waits, then uses the token that one got.
+
+Failure modes: :class:`~mcpkit.protocol.errors.AuthorizationFailed` from every part
+(see their modules) ends the request with that exception; httpx transport errors on the
+way to an authorization server surface as httpx raises them. A 401 that persists with a
+fresh token is returned to the caller, not retried again.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import anyio
+import httpx
+
+from ..protocol.errors import AuthorizationFailed
+from .client_authorize import AuthorizationAttempt
+from .client_callback import RedirectHandler
+from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_discovery import Discovery, discover
+from .client_steps import Exclusive, Fetch, Flow, Interact, Step
+from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
+from .client_tokens import exchange_code, refresh, register
+from .urls import canonical_resource_uri
+
+
+@dataclass
+class _Server:
+    """What this auth object knows about one MCP server."""
+
+    discovery: Discovery | None = None
+    requested: tuple[str, ...] = ()  # the scopes asked for last
+
+
+class OAuth(httpx.Auth):
+    """OAuth 2.1 authorization code + PKCE for MCP servers, as an ``httpx.Auth``.
+
+    ``handler``: the user-facing part (see ``client_callback``). ``store``: where
+    tokens and registrations live (memory by default). ``client``: pre-registered
+    credentials, for every authorization server or a mapping issuer -> credentials.
+    ``client_metadata_url``: this client's Client ID Metadata Document (an https URL),
+    used as ``client_id`` where supported. ``client_name``: for dynamic registration.
+    ``max_step_ups``: re-authorizations per request on 403 ``insufficient_scope``.
+    """
+
+    requires_request_body = True  # a request is sent again after authorizing
+
+    def __init__(self, handler: RedirectHandler, *, store: TokenStore | None = None,
+                 client: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
+                 client_metadata_url: str | None = None, client_name: str = "mcpkit",
+                 max_step_ups: int = 2, offline_access: bool = True) -> None:
+        if max_step_ups < 0:
+            raise ValueError("max_step_ups must be >= 0")
+        self.handler = handler
+        self.store: TokenStore = store if store is not None else MemoryTokenStore()
+        self.client = client
+        self.client_metadata_url = client_metadata_url
+        self.client_name = client_name
+        self.max_step_ups = max_step_ups
+        self.offline_access = offline_access
+        self._servers: dict[str, _Server] = {}
+        self._thread_lock = threading.Lock()
+        self._task_lock: anyio.Lock | None = None
+
+    # ------------------------------------------------------------------------ the flow
+
+    def _flow(self, request: httpx.Request) -> Flow:
+        try:
+            server = canonical_resource_uri(str(request.url.copy_with(query=None)))
+        except ValueError as exc:
+            raise AuthorizationFailed(f"cannot authorize for {request.url}: {exc}") from None
+        known = self._servers.setdefault(server, _Server())
+        sent = self._attach(request, known)
+        response: httpx.Response = yield request
+        renewed, step_ups = False, 0
+        while True:
+            challenge = parse_bearer_challenge(response.headers.get("www-authenticate", ""))
+            if response.status_code == 401 and not renewed:
+                renewed = True
+                yield Exclusive()
+                tokens = yield from self._renew(server, known, challenge or BearerChallenge(),
+                                                sent)
+            elif (response.status_code == 403 and challenge is not None
+                  and challenge.insufficient_scope and step_ups < self.max_step_ups):
+                step_ups += 1
+                yield Exclusive()
+                discovery = yield from self._discover(server, known, challenge)
+                held = self.store.get_tokens(discovery.issuer, discovery.resource)
+                wanted = [*known.requested, *(held.scopes if held else ()), *challenge.scopes]
+                tokens = yield from self._authorize(discovery, known, wanted)
+            else:
+                return
+            request.headers["authorization"] = f"Bearer {tokens.access_token}"
+            sent = tokens.access_token
+            response = yield request
+
+    def _attach(self, request: httpx.Request, known: _Server) -> str | None:
+        """Put the stored token for this server on ``request``; the token, if any."""
+        if known.discovery is None:
+            return None
+        tokens = self.store.get_tokens(known.discovery.issuer, known.discovery.resource)
+        if tokens is None:
+            return None
+        request.headers["authorization"] = f"Bearer {tokens.access_token}"
+        return tokens.access_token
+
+    def _discover(self, server: str, known: _Server,
+                  challenge: BearerChallenge) -> Generator[Step, Any, Discovery]:
+        """Discovery, done again on every challenge (the resource may have moved to
+        another authorization server since)."""
+        known.discovery = yield from discover(server, challenge.resource_metadata)
+        return known.discovery
+
+    def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
+               sent: str | None) -> Generator[Step, Any, Tokens]:
+        """Tokens after a 401: a stored one other than the refused one, a refreshed one,
+        or a new authorization."""
+        discovery = yield from self._discover(server, known, challenge)
+        held = self.store.get_tokens(discovery.issuer, discovery.resource)
+        if held is not None and held.access_token != sent and not held.expired():
+            return held  # another request renewed it meanwhile, or an earlier run did
+        if held is not None and held.refresh_token:
+            client = yield from self._register(discovery)
+            fresh = yield from refresh(discovery, client, held)
+            if fresh is not None:
+                self.store.set_tokens(discovery.issuer, discovery.resource, fresh)
+                return fresh
+        wanted = challenge.scopes or discovery.scopes_supported
+        return (yield from self._authorize(discovery, known, wanted))
+
+    def _register(self, discovery: Discovery) -> Generator[Step, Any, ClientCredentials]:
+        return (yield from register(
+            discovery, self.store, self.client, redirect_uri=self.handler.redirect_uri,
+            client_name=self.client_name, client_metadata_url=self.client_metadata_url))
+
+    def _authorize(self, discovery: Discovery, known: _Server,
+                   wanted: Iterable[str]) -> Generator[Step, Any, Tokens]:
+        scopes = list(dict.fromkeys(wanted))
+        offered = discovery.metadata.get("scopes_supported")
+        if (self.offline_access and isinstance(offered, list) and "offline_access" in offered
+                and "offline_access" not in scopes):
+            scopes.append("offline_access")
+        client = yield from self._register(discovery)
+        attempt = AuthorizationAttempt.start(
+            endpoint=discovery.endpoint("authorization_endpoint") or "",
+            issuer=discovery.issuer, client_id=client.client_id,
+            redirect_uri=self.handler.redirect_uri, resource=discovery.resource,
+            scopes=scopes, iss_supported=discovery.iss_supported)
+        known.requested = tuple(scopes)
+        redirected: str = yield Interact(attempt.url)
+        code = attempt.code_from(redirected)
+        tokens = yield from exchange_code(
+            discovery, client, code=code, code_verifier=attempt.code_verifier,
+            redirect_uri=attempt.redirect_uri, scopes=tuple(scopes))
+        self.store.set_tokens(discovery.issuer, discovery.resource, tokens)
+        return tokens
+
+    # ----------------------------------------------------------------------- the pumps
+
+    def sync_auth_flow(
+            self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        """The flow for ``httpx.Client``."""
+        request.read()
+        flow = self._flow(request)
+        held = False
+        try:
+            step = next(flow)
+            while True:
+                reply: Any
+                if isinstance(step, Exclusive):
+                    if not held:
+                        self._thread_lock.acquire()
+                        held = True
+                    reply = None
+                elif isinstance(step, Interact):
+                    reply = anyio.run(self.handler.authorize, step.url)
+                elif isinstance(step, Fetch):
+                    reply = yield step.request
+                    _bound(reply, step)
+                    reply.read()
+                else:
+                    reply = yield step
+                step = flow.send(reply)
+        except StopIteration:
+            return
+        finally:
+            flow.close()
+            if held:
+                self._thread_lock.release()
+
+    async def async_auth_flow(
+            self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        """The flow for ``httpx.AsyncClient``."""
+        await request.aread()
+        if self._task_lock is None:
+            self._task_lock = anyio.Lock()
+        flow = self._flow(request)
+        held = False
+        try:
+            step = next(flow)
+            while True:
+                reply: Any
+                if isinstance(step, Exclusive):
+                    if not held:
+                        await self._task_lock.acquire()
+                        held = True
+                    reply = None
+                elif isinstance(step, Interact):
+                    reply = await self.handler.authorize(step.url)
+                elif isinstance(step, Fetch):
+                    reply = yield step.request
+                    _bound(reply, step)
+                    await reply.aread()
+                else:
+                    reply = yield step
+                step = flow.send(reply)
+        except StopIteration:
+            return
+        finally:
+            flow.close()
+            if held:
+                self._task_lock.release()
+
+
+def _bound(response: httpx.Response, step: Fetch) -> None:
+    """Make reading ``response`` raise ``AuthorizationFailed`` past ``step.max_bytes``
+    or ``step.timeout`` seconds."""
+    response.stream = _Bounded(response.stream, step, str(step.request.url))
+
+
+class _Bounded(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body stream that stops at a size and a time limit."""
+
+    def __init__(self, inner: Any, step: Fetch, url: str) -> None:
+        self._inner = inner
+        self._limit = step.max_bytes
+        self._timeout = step.timeout
+        self._deadline = time.monotonic() + step.timeout
+        self._url = url
+        self._size = 0
+
+    def _count(self, chunk: bytes) -> bytes:
+        self._size += len(chunk)
+        if self._size > self._limit:
+            raise AuthorizationFailed(f"{self._url} answered more than {self._limit} bytes")
+        if time.monotonic() > self._deadline:
+            raise AuthorizationFailed(f"{self._url} took more than {self._timeout} s")
+        return chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            yield self._count(chunk)
+
+    async def __aiter__(self) -> AsyncGenerator[bytes]:
+        async for chunk in self._inner:
+            yield self._count(chunk)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

@@ -1,0 +1,130 @@
+"""The steps of the client OAuth flow, and its bounded JSON exchange.
+
+What: the flow (``client_oauth``) is a pure generator. It yields *steps* and is sent
+their outcome:
+
+- an ``httpx.Request``: the MCP request itself, answered with its ``httpx.Response``
+  unread (an SSE stream stays a stream);
+- :class:`Fetch`: a request to a metadata, registration or token endpoint, answered
+  with its ``httpx.Response`` read whole by the pump, up to a size limit and within a
+  deadline (``accept-encoding: identity``, so the limit is on what is decoded);
+- :class:`Interact`: the user-facing part, answered with the URL the browser was
+  redirected back to;
+- :class:`Exclusive`: "one authorization at a time", answered with ``None`` once the
+  pump holds its lock (kept until the flow ends).
+
+:func:`exchange_json` is the sub-flow for one JSON exchange: it follows redirects only
+within the origin asked (a client that followed them itself must have ended in that
+origin) and decodes
+a JSON object.
+
+Why: httpx drives ``httpx.Auth`` flows with a synchronous and an asynchronous pump; the
+flow stays free of I/O so both work, and the pumps own the parts that differ (reading a
+body, waiting for a user, locking).
+
+Failure modes: :func:`exchange_json` does not raise for what a server answers: a
+redirect to another origin, too many redirects, a body that is not a JSON object come
+back as :class:`Fetched` with ``document=None`` and ``problem`` saying why, so
+discovery can move on to the next URL. A body over the size limit or slower than the
+deadline makes the pump raise :class:`~mcpkit.protocol.errors.AuthorizationFailed`
+(the whole request fails); a transport error (no connection, a timeout) surfaces as
+httpx raises it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urljoin
+
+import httpx
+import orjson
+
+from .urls import origin_of
+
+DEFAULT_TIMEOUT = 10.0
+DEFAULT_MAX_BYTES = 1 << 20
+MAX_REDIRECTS = 3
+
+
+@dataclass(frozen=True)
+class Fetch:
+    """An auxiliary request; the pump reads its body (``max_bytes``, ``timeout``)."""
+
+    request: httpx.Request
+    max_bytes: int = DEFAULT_MAX_BYTES
+    timeout: float = DEFAULT_TIMEOUT
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """The outcome of :func:`exchange_json`: the last response (``None`` after too many
+    redirects), its JSON object, or why there is none."""
+
+    response: httpx.Response | None
+    document: dict[str, Any] | None = None
+    problem: str | None = None
+
+    @property
+    def status(self) -> int | None:
+        return None if self.response is None else self.response.status_code
+
+
+@dataclass(frozen=True)
+class Interact:
+    """Show ``url`` to the user; the answer is the URL redirected back to."""
+
+    url: str
+
+
+@dataclass(frozen=True)
+class Exclusive:
+    """Take the flow's lock (one authorization at a time per auth object)."""
+
+
+Step = httpx.Request | Fetch | Interact | Exclusive
+Flow = Generator[Step, Any, Any]
+
+
+def _same_origin(a: str, b: str) -> bool:
+    try:
+        return origin_of(a) == origin_of(b)
+    except ValueError:
+        return False
+
+
+def exchange_json(method: str, url: str, *, form: Mapping[str, str] | None = None,
+                  json: Mapping[str, Any] | None = None,
+                  headers: Mapping[str, str] | None = None,
+                  timeout: float = DEFAULT_TIMEOUT,
+                  max_bytes: int = DEFAULT_MAX_BYTES) -> Generator[Step, Any, Fetched]:
+    """One JSON exchange (see the module docstring). The result has ``document`` set
+    when the final answer's body is a JSON object, whatever its status."""
+    for _ in range(MAX_REDIRECTS + 1):
+        request = httpx.Request(
+            method, url, data=dict(form) if form is not None else None,
+            json=dict(json) if json is not None else None,
+            headers={"accept": "application/json", "accept-encoding": "identity",
+                     **(headers or {})},
+            extensions={"timeout": httpx.Timeout(timeout).as_dict()})
+        response: httpx.Response = yield Fetch(request, max_bytes, timeout)
+        if not _same_origin(str(response.url), url):  # a client that follows redirects
+            return Fetched(response, None, f"{url} redirected to another origin")
+        if response.is_redirect:
+            target = urljoin(str(response.url), response.headers.get("location", ""))
+            if not _same_origin(target, url):
+                return Fetched(response, None, f"{url} redirected to another origin")
+            if method != "GET" and response.status_code not in (307, 308):
+                return Fetched(response, None, f"{url} redirected a {method}")
+            url = target
+            continue
+        try:
+            document = orjson.loads(response.content)
+        except orjson.JSONDecodeError:
+            return Fetched(response, None, f"{url} answered HTTP {response.status_code}, "
+                           "not JSON")
+        if not isinstance(document, dict):
+            return Fetched(response, None, f"{url} answered no JSON object")
+        return Fetched(response, document)
+    return Fetched(None, None, f"{url}: more than {MAX_REDIRECTS} redirects")

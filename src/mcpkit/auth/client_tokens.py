@@ -1,0 +1,173 @@
+"""Client registration and token endpoint requests (sub-flows, see ``client_steps``).
+
+What: :func:`register` obtains client credentials in the MCP order: credentials given
+for this issuer (or for any issuer) -> ones stored for this issuer -> a Client ID
+Metadata Document URL when the server supports them -> RFC 7591 Dynamic Client
+Registration (``application_type: native``; the result stored per issuer).
+:func:`exchange_code` and :func:`refresh` make the token requests (``resource``
+always sent) with the client authentication the credentials or the server's
+``token_endpoint_auth_methods_supported`` call for: ``none`` (``client_id`` in the
+form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding) or ``client_secret_post``.
+
+Why: an MCP client meets authorization servers it has never seen; the registration order
+and the per-issuer keying come from the specification (2026-07-28: credentials of one
+authorization server are never sent to another).
+
+Failure modes: :class:`~mcpkit.protocol.errors.AuthorizationFailed` when no way to
+register is left (the message asks for credentials), registration is refused, or a
+token request is refused or answered without a usable ``access_token`` (the message
+carries the server's ``error`` code, never a secret). :func:`refresh` returns ``None``
+instead when the refresh token is refused, so the caller can authorize anew.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from collections.abc import Generator, Mapping
+from typing import Any
+from urllib.parse import quote
+
+from ..protocol.errors import AuthorizationFailed
+from .client_discovery import Discovery
+from .client_steps import Fetched, Step, exchange_json
+from .client_store import ClientCredentials, Tokens, TokenStore
+
+SECRET_METHODS = ("client_secret_basic", "client_secret_post")
+
+
+def _supported_methods(discovery: Discovery) -> list[str]:
+    methods = discovery.metadata.get("token_endpoint_auth_methods_supported")
+    if not isinstance(methods, list):
+        return ["client_secret_basic"]  # RFC 8414 §2: the default when absent
+    return [m for m in methods if isinstance(m, str)]
+
+
+def auth_method(client: ClientCredentials, discovery: Discovery) -> str:
+    """The token endpoint authentication to use for ``client`` at this server."""
+    if client.auth_method:
+        return client.auth_method
+    if not client.client_secret:
+        return "none"
+    supported = _supported_methods(discovery)
+    return next((m for m in SECRET_METHODS if m in supported), "client_secret_basic")
+
+
+def register(discovery: Discovery, store: TokenStore,
+             given: ClientCredentials | Mapping[str, ClientCredentials] | None, *,
+             redirect_uri: str, client_name: str, client_metadata_url: str | None,
+             ) -> Generator[Step, Any, ClientCredentials]:
+    """Client credentials for ``discovery.issuer`` (see the module docstring)."""
+    issuer = discovery.issuer
+    if isinstance(given, ClientCredentials):
+        return given
+    if given is not None and issuer in given:
+        return given[issuer]
+    stored = store.get_client(issuer)
+    if stored is not None and (not stored.redirect_uris or redirect_uri in stored.redirect_uris):
+        return stored
+    if client_metadata_url and discovery.metadata.get(
+            "client_id_metadata_document_supported") is True:
+        return ClientCredentials(client_metadata_url, auth_method="none")
+    endpoint = discovery.endpoint("registration_endpoint")
+    if endpoint is None:
+        raise AuthorizationFailed(
+            f"the authorization server {issuer!r} offers neither client ID metadata "
+            "documents nor dynamic registration: give this client a client_id (and "
+            "secret) registered there")
+    supported = _supported_methods(discovery)
+    method = next((m for m in ("none", *SECRET_METHODS) if m in supported), "none")
+    request = {"client_name": client_name, "redirect_uris": [redirect_uri],
+               "grant_types": ["authorization_code", "refresh_token"],
+               "response_types": ["code"], "token_endpoint_auth_method": method,
+               "application_type": "native"}
+    fetched: Fetched = yield from exchange_json("POST", endpoint, json=request)
+    answer = fetched.document
+    status = fetched.status
+    if answer is None or status not in (200, 201) or not isinstance(
+            answer.get("client_id"), str) or not answer["client_id"]:
+        reason = fetched.problem or _error_of(answer) or f"HTTP {status}"
+        raise AuthorizationFailed(f"dynamic client registration at {issuer!r} failed: "
+                                  f"{reason}")
+    secret = answer.get("client_secret")
+    chosen = answer.get("token_endpoint_auth_method")
+    client = ClientCredentials(
+        answer["client_id"], secret if isinstance(secret, str) and secret else None,
+        chosen if isinstance(chosen, str) and chosen else None, (redirect_uri,))
+    store.set_client(issuer, client)
+    return client
+
+
+def _error_of(answer: dict[str, Any] | None) -> str | None:
+    if answer is None or not isinstance(answer.get("error"), str):
+        return None
+    error: str = answer["error"]
+    description = answer.get("error_description")
+    return error[:100] + (f": {str(description)[:300]}" if description else "")
+
+
+def _with_client_auth(form: dict[str, str], client: ClientCredentials,
+                      discovery: Discovery) -> dict[str, str]:
+    """The headers for ``client``'s authentication; ``form`` gains the fields it needs."""
+    method = auth_method(client, discovery)
+    if method == "client_secret_basic" and client.client_secret:
+        pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
+        return {"authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
+    form["client_id"] = client.client_id
+    if method == "client_secret_post" and client.client_secret:
+        form["client_secret"] = client.client_secret
+    return {}
+
+
+def _token_request(discovery: Discovery, client: ClientCredentials, form: dict[str, str],
+                   granted: tuple[str, ...]) -> Generator[Step, Any, tuple[Tokens | None, str]]:
+    """POST ``form`` to the token endpoint: (tokens, "") or (None, why). ``granted``:
+    the scopes to assume when the answer names none (RFC 6749 §5.1: as requested)."""
+    endpoint = discovery.endpoint("token_endpoint")
+    assert endpoint is not None  # checked by discovery
+    headers = _with_client_auth(form, client, discovery)
+    fetched: Fetched = yield from exchange_json("POST", endpoint, form=form, headers=headers)
+    answer = fetched.document
+    status = fetched.status
+    if answer is None or status != 200:
+        return None, fetched.problem or _error_of(answer) or f"HTTP {status}"
+    token, kind = answer.get("access_token"), answer.get("token_type", "Bearer")
+    if not isinstance(token, str) or not token or not isinstance(kind, str):
+        return None, "the answer has no access_token"
+    if kind.lower() != "bearer":
+        return None, f"token type {kind[:40]!r} is not supported (only Bearer)"
+    expires_in = answer.get("expires_in")
+    refresh_token = answer.get("refresh_token")
+    scope = answer.get("scope")
+    return Tokens(
+        access_token=token,
+        expires_at=time.time() + expires_in if isinstance(expires_in, int | float)
+        and not isinstance(expires_in, bool) else None,
+        refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token
+        else form.get("refresh_token"),
+        scopes=tuple(scope.split()) if isinstance(scope, str) else granted), ""
+
+
+def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
+                  code_verifier: str, redirect_uri: str, scopes: tuple[str, ...],
+                  ) -> Generator[Step, Any, Tokens]:
+    """Trade an authorization code for tokens (``scopes``: those asked for).
+    ``AuthorizationFailed`` when refused."""
+    form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
+            "code_verifier": code_verifier, "resource": discovery.resource}
+    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    if tokens is None:
+        raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
+                                  f"authorization code: {problem}")
+    return tokens
+
+
+def refresh(discovery: Discovery, client: ClientCredentials, tokens: Tokens,
+            ) -> Generator[Step, Any, Tokens | None]:
+    """New tokens from ``tokens.refresh_token`` (a rotated one replaces it, else it is
+    kept), or ``None`` when the server refused."""
+    assert tokens.refresh_token is not None
+    form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token,
+            "resource": discovery.resource}
+    fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes)
+    return fresh

@@ -1,0 +1,232 @@
+"""A small OAuth 2.1 authorization server for the client tests.
+
+``AuthServer.handle`` maps an ``httpx.Request`` to an ``httpx.Response``, so the same
+server answers in process (``httpx.MockTransport``, for the synchronous pump) and under
+a real uvicorn on loopback (``asgi``, for end to end runs). It serves RFC 8414 metadata,
+an authorization endpoint that redirects straight back with ``code``, ``state`` and
+``iss`` (like the conformance suite's mock), a token endpoint that checks the PKCE
+verifier, ``redirect_uri``, ``resource`` (equal on both requests) and the client's
+authentication, refresh tokens, RFC 7591 registration and a JWKS. Access tokens are JWTs
+for the requested resource. Knobs on the instance make it misbehave one way at a time;
+every request is counted per path and the authorization and token requests are kept.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import secrets
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
+
+import httpx
+import orjson
+from joserfc import jwk, jwt
+
+
+def s256(verifier: str) -> str:
+    return base64.urlsafe_b64encode(hashlib.sha256(verifier.encode()).digest()).rstrip(
+        b"=").decode()
+
+
+@dataclass
+class Grant:
+    client_id: str
+    redirect_uri: str
+    challenge: str
+    resource: str | None
+    scopes: tuple[str, ...]
+
+
+@dataclass
+class AuthServer:
+    base: str = "http://127.0.0.1:1"
+    key: jwk.RSAKey = field(default_factory=lambda: jwk.RSAKey.generate_key(
+        2048, {"kid": "as-1"}, private=True))
+    # knobs
+    pkce_methods: list[str] | None = field(default_factory=lambda: ["S256"])
+    auth_methods: list[str] = field(default_factory=lambda: ["none"])
+    iss_supported: bool | None = True
+    iss_mode: str = "correct"  # correct / wrong / omit
+    state_mode: str = "echo"  # echo / wrong / omit
+    dcr: bool = True
+    cimd: bool = False
+    scopes_supported: list[str] | None = None
+    grant_only: tuple[str, ...] | None = None  # scopes granted whatever is asked
+    expires_in: int = 3600
+    refresh: bool = True
+    clients: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # id -> secret, method
+    # what it saw
+    hits: Counter[str] = field(default_factory=Counter)
+    paths: list[str] = field(default_factory=list)
+    authorizations: list[dict[str, str]] = field(default_factory=list)
+    token_requests: list[dict[str, str]] = field(default_factory=list)
+    registrations: list[dict[str, Any]] = field(default_factory=list)
+    grants: dict[str, Grant] = field(default_factory=dict)
+    refresh_tokens: dict[str, Grant] = field(default_factory=dict)
+
+    @property
+    def issuer(self) -> str:
+        return self.base
+
+    def metadata(self) -> dict[str, Any]:
+        doc: dict[str, Any] = {
+            "issuer": self.issuer,
+            "authorization_endpoint": f"{self.base}/authorize",
+            "token_endpoint": f"{self.base}/token",
+            "jwks_uri": f"{self.base}/jwks",
+            "response_types_supported": ["code"],
+            "grant_types_supported": ["authorization_code", "refresh_token"],
+            "token_endpoint_auth_methods_supported": self.auth_methods,
+        }
+        if self.pkce_methods is not None:
+            doc["code_challenge_methods_supported"] = self.pkce_methods
+        if self.iss_supported is not None:
+            doc["authorization_response_iss_parameter_supported"] = self.iss_supported
+        if self.dcr:
+            doc["registration_endpoint"] = f"{self.base}/register"
+        if self.cimd:
+            doc["client_id_metadata_document_supported"] = True
+        if self.scopes_supported is not None:
+            doc["scopes_supported"] = self.scopes_supported
+        return doc
+
+    # ------------------------------------------------------------------ endpoints
+
+    def handle(self, request: httpx.Request) -> httpx.Response:
+        path = request.url.path
+        self.hits[path] += 1
+        self.paths.append(path)
+        if path == "/.well-known/oauth-authorization-server":
+            return httpx.Response(200, json=self.metadata())
+        if path == "/jwks":
+            return httpx.Response(200, json={"keys": [self.key.as_dict(private=False)]})
+        if path == "/authorize":
+            return self._authorize(dict(request.url.params))
+        if path == "/token":
+            return self._token(request)
+        if path == "/register" and self.dcr:
+            return self._register(orjson.loads(request.content))
+        return httpx.Response(404, json={"error": "not_found"})
+
+    def _authorize(self, query: dict[str, str]) -> httpx.Response:
+        self.authorizations.append(query)
+        client_id = query.get("client_id", "")
+        if client_id not in self.clients and not (self.cimd and client_id.startswith("https://")):
+            return httpx.Response(400, json={"error": "invalid_client"})
+        if query.get("code_challenge_method") != "S256" or not query.get("code_challenge"):
+            return httpx.Response(400, json={"error": "invalid_request"})
+        code = secrets.token_urlsafe(16)
+        requested = tuple(query.get("scope", "").split())
+        self.grants[code] = Grant(client_id, query["redirect_uri"], query["code_challenge"],
+                                  query.get("resource"), self.grant_only if
+                                  self.grant_only is not None else requested)
+        back = {"code": code}
+        if self.state_mode == "echo":
+            back["state"] = query.get("state", "")
+        elif self.state_mode == "wrong":
+            back["state"] = "not-the-state"
+        if self.iss_mode == "correct":
+            back["iss"] = self.issuer
+        elif self.iss_mode == "wrong":
+            back["iss"] = "https://evil.example.com"
+        location = f"{query['redirect_uri']}?{urlencode(back)}"
+        return httpx.Response(302, headers={"location": location})
+
+    def _client_of(self, request: httpx.Request, form: dict[str, str]) -> str | None:
+        """The authenticated client id, by the method it registered with."""
+        header = request.headers.get("authorization", "")
+        if header.startswith("Basic "):
+            name, _, password = base64.b64decode(header[6:]).decode().partition(":")
+            client_id, secret = unquote_plus(name), unquote_plus(password)
+            method = "client_secret_basic"
+        elif "client_secret" in form:
+            client_id, secret, method = form.get("client_id", ""), form["client_secret"], \
+                "client_secret_post"
+        else:
+            client_id, secret, method = form.get("client_id", ""), None, "none"
+        known = self.clients.get(client_id)
+        if self.cimd and client_id.startswith("https://") and method == "none":
+            return client_id  # a client ID metadata document (not fetched here)
+        if known is None or known != (secret, method):
+            return None
+        return client_id
+
+    def _token(self, request: httpx.Request) -> httpx.Response:
+        form = dict(parse_qsl(request.content.decode()))
+        self.token_requests.append(form)
+        client_id = self._client_of(request, form)
+        if client_id is None:
+            return httpx.Response(401, json={"error": "invalid_client"})
+        if form.get("grant_type") == "authorization_code":
+            grant = self.grants.pop(form.get("code", ""), None)
+            if grant is None or grant.client_id != client_id:
+                return httpx.Response(400, json={"error": "invalid_grant"})
+            if s256(form.get("code_verifier", "")) != grant.challenge:
+                return httpx.Response(400, json={"error": "invalid_grant",
+                                                 "error_description": "PKCE failed"})
+            if form.get("redirect_uri") != grant.redirect_uri or \
+                    form.get("resource") != grant.resource:
+                return httpx.Response(400, json={"error": "invalid_grant"})
+        elif form.get("grant_type") == "refresh_token":
+            grant = self.refresh_tokens.pop(form.get("refresh_token", ""), None)
+            if grant is None or grant.client_id != client_id or \
+                    form.get("resource") != grant.resource:
+                return httpx.Response(400, json={"error": "invalid_grant"})
+        else:
+            return httpx.Response(400, json={"error": "unsupported_grant_type"})
+        now = int(time.time())
+        claims = {"iss": self.issuer, "sub": "alice", "aud": grant.resource,
+                  "client_id": client_id, "scope": " ".join(grant.scopes), "iat": now,
+                  "exp": now + self.expires_in, "jti": secrets.token_hex(8)}
+        token = jwt.encode({"alg": "RS256", "kid": self.key.kid}, claims, self.key,
+                           algorithms=["RS256"])
+        answer: dict[str, Any] = {"access_token": token, "token_type": "Bearer",
+                                  "expires_in": self.expires_in,
+                                  "scope": " ".join(grant.scopes)}
+        if self.refresh:
+            rotated = secrets.token_urlsafe(16)
+            self.refresh_tokens[rotated] = grant
+            answer["refresh_token"] = rotated
+        return httpx.Response(200, json=answer)
+
+    def _register(self, body: dict[str, Any]) -> httpx.Response:
+        self.registrations.append(body)
+        method = body.get("token_endpoint_auth_method", "none")
+        client_id = f"client-{len(self.registrations)}"
+        secret = None if method == "none" else secrets.token_urlsafe(12) + ":/ +"
+        self.clients[client_id] = (secret, method)
+        answer = {"client_id": client_id, "token_endpoint_auth_method": method,
+                  "redirect_uris": body.get("redirect_uris", [])}
+        if secret:
+            answer["client_secret"] = secret
+        return httpx.Response(201, json=answer)
+
+    # ------------------------------------------------------------------ ASGI
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] == "lifespan":
+            while (await receive())["type"] != "lifespan.shutdown":
+                await send({"type": "lifespan.startup.complete"})
+            await send({"type": "lifespan.shutdown.complete"})
+            return
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        query = scope.get("query_string", b"").decode()
+        url = f"{self.base}{quote(scope['path'])}" + (f"?{query}" if query else "")
+        request = httpx.Request(scope["method"], url, content=body,
+                                headers=[(k, v) for k, v in scope["headers"]])
+        response = self.handle(request)
+        await send({"type": "http.response.start", "status": response.status_code,
+                    "headers": [(k.encode(), v.encode()) for k, v in response.headers.items()
+                                if k != "content-length"]
+                    + [(b"content-length", str(len(response.content)).encode())]})
+        await send({"type": "http.response.body", "body": response.content})
+
