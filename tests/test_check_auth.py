@@ -74,6 +74,7 @@ class AuthServer:
         self.idp = idp
         self.s256 = True
         self.registration = True
+        self.issuer = ""  # another issuer to claim in the metadata, if set
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
@@ -86,7 +87,7 @@ class AuthServer:
             return
         base = self.idp.issuer
         doc: dict[str, Any] = {
-            "issuer": base, "authorization_endpoint": f"{base}/authorize",
+            "issuer": self.issuer or base, "authorization_endpoint": f"{base}/authorize",
             "token_endpoint": f"{base}/token", "jwks_uri": f"{base}/jwks",
             "response_types_supported": ["code"],
             "code_challenge_methods_supported": ["S256"] if self.s256 else ["plain"]}
@@ -108,6 +109,7 @@ def issuer() -> Iterator[tuple[IdP, AuthServer]]:
 def idp(issuer: tuple[IdP, AuthServer]) -> Iterator[IdP]:
     yield issuer[0]
     issuer[1].s256 = issuer[1].registration = True
+    issuer[1].issuer = ""
 
 
 class Late:
@@ -367,6 +369,25 @@ def test_authorization_server_without_s256_or_registration(
     assert verdicts(report, "S010") == {"fail"}
     assert verdicts(report, "A016") == {"n/a"}
     assert verdicts(report, "S011") == {"pass"}
+
+
+def test_metadata_of_another_issuer_fails_s011(idp: IdP,
+                                               issuer: tuple[IdP, AuthServer]) -> None:
+    issuer[1].issuer = "https://honest.example"
+    with protected(idp) as live:
+        report = check(live.url, token(idp, live.url))
+    assert verdicts(report, "S011") == {"fail"}
+    assert "names the issuer 'https://honest.example'" in messages(report, "S011")
+    assert failed_rules(report) & AUTH_ROWS == {"S011"}
+    assert verdicts(report, "S010") == verdicts(report, "A016") == {"untestable"}
+
+
+def test_cli_refuses_a_wrong_audience_token_for_stdio() -> None:
+    done = subprocess.run([PY, "-m", "mcpkit.cli", "check", "--stdio", "true",
+                           "--wrong-audience-token", "abc"],
+                          capture_output=True, text=True, timeout=30, cwd=ROOT)
+    assert done.returncode == 2
+    assert "--wrong-audience-token is for http(s) servers" in done.stderr
 
 
 def test_unreachable_authorization_server_is_untestable_not_failed(idp: IdP) -> None:

@@ -299,18 +299,19 @@ async def _server(p: _Prober, issuer: str) -> ServerMetadata:
     except ValueError as exc:
         meta.problem = str(exc)
         return meta
-    meta.problem = "no metadata URL answered"
+    reasons: list[str] = []
     for url in urls:
         ex = await p.get("authorization server metadata", url)
         meta.tries.append(ex)
         doc = ex.json() if ex.status == 200 else None
         if not isinstance(doc, dict):
-            meta.problem = (f"{url} answered HTTP {ex.status}" if ex.status is not None
-                            else f"{url}: {ex.error}")
+            reasons.append(f"{url} answered HTTP {ex.status}" if ex.status is not None
+                           else f"{url}: {ex.error}")
             continue
         if doc.get("issuer") != issuer:
-            meta.problem = f"the metadata at {url} names the issuer {doc.get('issuer')!r}"
+            reasons.append(f"the metadata at {url} names the issuer {doc.get('issuer')!r}")
             continue
-        meta.document, meta.url, meta.problem = doc, url, ""
-        break
+        meta.document, meta.url = doc, url
+        return meta
+    meta.problem = "; ".join(reasons)
     return meta
