@@ -10,6 +10,7 @@
     mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv]
                         [--out FILE] [--call-tools none|readonly|all]
                         [--fail-on must|should|lint|never]
+                        [--token TOKEN] [--wrong-audience-token TOKEN]
 
 TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
 (tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
@@ -405,6 +406,9 @@ def _parser() -> argparse.ArgumentParser:
                      help="exit 1 when a finding at this level (or worse) failed")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
     auth_args(chk)
+    chk.add_argument("--wrong-audience-token", metavar="TOKEN",
+                     help="http(s): a token issued for another server, which the server "
+                     "must refuse with 401")
     chk.add_argument("rest", nargs="*", metavar="URL")
     return p
 
@@ -420,9 +424,16 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise UsageError(f"unexpected arguments: {' '.join(rest)}")
     headers = _http_headers(args, target_spec)
     if isinstance(target_spec, list):
+        if args.wrong_audience_token:
+            raise UsageError("--wrong-audience-token is for http(s) servers")
         target = Target(command=target_spec, timeout=args.timeout)
     else:
-        target = Target(url=target_spec, headers=headers, timeout=args.timeout)
+        token = args.token or os.environ.get("MCPKIT_TOKEN") or None
+        wrong = args.wrong_audience_token
+        if wrong is not None and not _B64TOKEN.fullmatch(wrong):
+            raise UsageError("--wrong-audience-token is not a bearer token (RFC 6750)")
+        target = Target(url=target_spec, headers=headers, timeout=args.timeout,
+                        token=token, wrong_audience_token=wrong)
     report = anyio.run(run_check, target, args.era, args.call_tools)
     color = args.out is None and args.format == "text" and sys.stdout.isatty() and (
         "NO_COLOR" not in os.environ)

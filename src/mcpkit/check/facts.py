@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .authprobe import AuthFacts
 from .lint_input import ProvokedError, ToolCall
 from .model import Era, Finding
 from .wire import Reply, WireLog
@@ -72,6 +73,7 @@ class Facts:
     findings: list[Finding] = field(default_factory=list)
     session_ids: list[str] = field(default_factory=list)
     versions_echoed: dict[str, str | None] = field(default_factory=dict)
+    auth: AuthFacts | None = None  # the authorization probes, shared by both eras
 
     def blame_answers(self, method: str) -> None:
         """Mark every result answering ``method`` as failed by a specific rule: a defect in

@@ -270,6 +270,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
     era = facts.era
     tool_error_required = (facts.revision or "") >= "2025-11-25"
     verdicts: list[tuple[str, str, str]] = []  # (verdict, message, evidence)
+    refused: list[str] = []  # tools the token may not call: their arguments were not judged
     candidates = _tools_to_call(facts, mode)
     for tool in candidates:
         made = invalid_arguments(tool.get("inputSchema"))
@@ -283,6 +284,9 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
             reply.evidence))
         name = tool["name"]
         result = reply.result
+        if reply.http is not None and reply.http.status in (401, 403):
+            refused.append(f"{name} (HTTP {reply.http.status})")
+            continue
         if isinstance(result, dict) and result.get("isError") is True:
             verdicts.append(("pass", f"{name}: isError result", reply.evidence))
             facts.provoked.append(ProvokedError(
@@ -313,6 +317,9 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
     if not verdicts:
         why = ("no tool is annotated readOnlyHint: true (use --call-tools all to probe the others)"
                if mode == "readonly" else "no tool has an inputSchema that arguments can violate")
+        if refused:
+            why = ("the server refused the token for " + ", ".join(refused)
+                   + "; a token with more scopes lets the checker probe them")
         facts.findings.append(finding(
             "TOOLS.invalid-arguments", "n/a", f"Not probed: {why}.", "", era))
         return
@@ -326,7 +333,9 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
         facts.findings.append(finding(
             "TOOLS.invalid-arguments", "pass",
             f"{len(verdicts)} tool(s) refused schema-violating arguments: "
-            + "; ".join(v[1] for v in verdicts[:3]), verdicts[0][2], era))
+            + "; ".join(v[1] for v in verdicts[:3])
+            + ("; not judged, the token may not call: " + ", ".join(refused) if refused
+               else ""), verdicts[0][2], era))
 
 
 async def _probe_valid_calls(sp: Speaker, facts: Facts) -> None:

@@ -10,7 +10,8 @@ A message a row fails is marked blamed so that ``WIRE.schema`` does not report i
 This module decides how each row is judged: untestable, n/a in the stateless era, a
 permission (nothing the server could fail), or by its judge, which lives with its part of
 the matrix: :mod:`~mcpkit.check.matrix_lifecycle` (batching, lifecycle),
-:mod:`~mcpkit.check.matrix_transport` (stdio, HTTP, sessions, authorization),
+:mod:`~mcpkit.check.matrix_transport` (stdio, HTTP, sessions),
+:mod:`~mcpkit.check.matrix_auth` (authorization),
 :mod:`~mcpkit.check.matrix_features` (resources, prompts, tools) and
 :mod:`~mcpkit.check.matrix_utilities` (ping, cancellation, progress, logging, completion,
 pagination).
@@ -18,7 +19,13 @@ pagination).
 
 from __future__ import annotations
 
-from . import matrix_features, matrix_lifecycle, matrix_transport, matrix_utilities
+from . import (
+    matrix_auth,
+    matrix_features,
+    matrix_lifecycle,
+    matrix_transport,
+    matrix_utilities,
+)
 from .facts import Facts
 from .matrix_common import Judge, Judgement, na
 from .model import Finding
@@ -26,21 +33,19 @@ from .rules import finding, matrix
 
 CLIENT = "A requirement on the client; the checker is the client, so the server has nothing "\
          "to show."
-AUTH_SIDE = "Concerns the authorization server or client flows, not the MCP server's answers."
+AUTH_CLIENT = "A requirement on the MCP client as OAuth client (discovery, metadata, how "\
+              "tokens are sent); a server has nothing to show for it."
 
 UNTESTABLE: dict[str, str] = {
     **dict.fromkeys(
-        ["M012", "M017", "M019", "M020", "M021", "M024", "M029", "M032", "M033", "M034", "M035",
-         "M036", "M037", "M039", "M040", "M041", "M043", "M044", "M071", "M072", "M073", "M074",
-         "M075", "M076", "M077", "M078", "M082", "S001", "S007", "S012", "S013", "S015", "S017",
-         "A006", "A009", "A010", "A021"], CLIENT),
-    **dict.fromkeys(["M031", "S010", "S011", "A016"], AUTH_SIDE),
+        ["M012", "M017", "M019", "M020", "M021", "M024", "M029", "M039", "M040", "M041", "M043",
+         "M044", "M071", "M072", "M073", "M074", "M075", "M076", "M077", "M078", "M082",
+         "S001", "S007", "S013", "S015", "S017", "A006", "A009", "A010", "A021"], CLIENT),
+    **dict.fromkeys(["M032", "M033", "M034", "M035", "M036", "S012"], AUTH_CLIENT),
     "M055": "Needs a resource to change, which the checker cannot cause from outside.",
     "S023": "Needs the resource list to change, which the checker cannot cause from outside.",
     "S024": "Needs the prompt list to change, which the checker cannot cause from outside.",
     "S025": "Needs the tool list to change, which the checker cannot cause from outside.",
-    "S009": "Whether a stdio server uses OAuth is decided by its configuration, not visible "
-            "on the wire.",
     "S019": "Needs the server to send a request and the checker to stay silent until the "
             "server's timeout; servers rarely send requests to a client without capabilities.",
     "S020": "Follows S019: needs a server request left unanswered until it times out.",
@@ -76,6 +81,7 @@ def _permission(message: str) -> Judge:
 JUDGES: dict[str, Judge] = {
     **matrix_lifecycle.JUDGES,
     **matrix_transport.JUDGES,
+    **matrix_auth.JUDGES,
     **matrix_features.JUDGES,
     **matrix_utilities.JUDGES,
     "A001": _permission("A permission about request params; any choice conforms."),
@@ -89,10 +95,19 @@ JUDGES: dict[str, Judge] = {
 """Row id -> its judge."""
 
 
-def judge_matrix(facts: Facts) -> list[Finding]:
-    """One finding per matrix row from M011 on (the envelope rows are judged elsewhere)."""
+AUTH_ROWS = frozenset({"M030", "M031", "M032", "M033", "M034", "M035", "M036", "M037",
+                       "M038", "S008", "S009", "S010", "S011", "S012", "A016"})
+"""The 15 authorization rows (1.3), judged even when an era could not be probed because
+the server requires a token the checker was not given."""
+
+
+def judge_matrix(facts: Facts, only: frozenset[str] | None = None) -> list[Finding]:
+    """One finding per matrix row from M011 on (the envelope rows are judged elsewhere);
+    ``only``: just these rows."""
     out: list[Finding] = []
     for row in matrix():
+        if only is not None and row.id not in only:
+            continue
         if row.id in ("M001", "M002", "M003", "M004", "M005", "M006", "M007", "M008", "M009",
                       "M010"):
             continue

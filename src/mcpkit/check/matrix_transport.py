@@ -1,6 +1,6 @@
-"""Judges of the matrix rows on transports and authorization: stdio framing (1.2.1),
-Streamable HTTP (1.2.2), sessions (1.2.3) and the unauthenticated side of authorization
-(1.3).
+"""Judges of the matrix rows on transports: stdio framing (1.2.1),
+Streamable HTTP (1.2.2) and sessions (1.2.3); authorization (1.3) is
+:mod:`~mcpkit.check.matrix_auth`.
 
 Stdio rows read the lines the channel could not take as one message each
 (:attr:`~mcpkit.check.wire.WireLog.bad_lines`); HTTP rows read status codes, content types,
@@ -241,38 +241,10 @@ def A015(facts: Facts) -> Judgement:
             reply.evidence)
 
 
-def _auth_status(facts: Facts) -> int | None:
-    return facts.init.http.status if facts.init is not None and facts.init.http else None
-
-
-def M030(facts: Facts) -> Judgement:
-    if _auth_status(facts) == 401:
-        return ("pass", "The server answered 401 to a request without a token.",
-                facts.init.evidence if facts.init else "")
-    return na("The server did not require authorization.")
-
-
-def M038(facts: Facts) -> Judgement:
-    if _auth_status(facts) == 401:
-        return ("untestable", "Needs a valid token to compare with an invalid one; pass one "
-                "with --header.", "")
-    return na("The server did not require authorization.")
-
-
-def S008(facts: Facts) -> Judgement:
-    if _auth_status(facts) != 401 or facts.init is None or facts.init.http is None:
-        return na("The server did not require authorization.")
-    www = facts.init.http.headers.get("www-authenticate", "")
-    if www.lower().startswith("bearer"):
-        return ("pass", f"401 with WWW-Authenticate: {www[:120]}", facts.init.evidence)
-    return ("fail", "401 without a Bearer WWW-Authenticate challenge naming the resource "
-            "metadata.", facts.init.evidence)
-
-
 JUDGES: dict[str, Judge] = {
     "M013": M013, "M014": M014, "M015": M015, "M016": M016, "M018": M018, "M022": M022,
     "M023": M023, "M025": M025, "M026": M026, "M027": M027, "M028": M028, "S002": S002,
     "S003": S003, "S004": S004, "S005": S005, "S006": S006, "A011": A011, "A013": A013,
-    "A015": A015, "M030": M030, "M038": M038, "S008": S008,
+    "A015": A015,
 }
 """The rows of this module -> their judges."""

@@ -1,5 +1,6 @@
 """Run a whole check: probe each era, judge what was seen, assemble the report.
 
+The authorization probes run once, before the eras, and both eras' judges read them.
 Judging order matters for "one defect, one rule": the envelope rows and the matrix rows
 mark the messages they fail, and the schema pass then skips those messages.
 """
@@ -9,9 +10,10 @@ from __future__ import annotations
 import time
 from typing import Literal
 
+from .authprobe import AuthFacts, probe_auth
 from .facts import Facts
 from .lint import LintInput, lint
-from .matrix import judge_matrix
+from .matrix import AUTH_ROWS, judge_matrix
 from .model import EraSummary, Finding, Report, Verdict
 from .rules import finding
 from .stateful import probe_stateful
@@ -38,6 +40,21 @@ def _judge(facts: Facts) -> list[Finding]:
 
 def _unserved(facts: Facts, required: bool) -> list[Finding]:
     verdict: Verdict = "fail" if required else "n/a"
+    auth = facts.auth
+    refused = auth is not None and auth.with_token is not None and (
+        auth.with_token.status in (401, 403))
+    if auth is not None and auth.protected and (auth.with_token is None or refused):
+        # a protected server and no usable token: the era could not be probed, the
+        # authorization rows can be
+        status = auth.no_credentials.status
+        why = (f"the token given was refused (HTTP {auth.with_token.status}); give one "
+               "this server accepts" if refused and auth.with_token is not None else
+               "give an access token with --token")
+        rule = "M042" if facts.era == "stateful" else "STATELESS.discover"
+        return [finding(rule, "untestable", f"The server requires authorization (HTTP "
+                        f"{status} without credentials); {why} to check the rest.",
+                        auth.no_credentials.evidence, facts.era),
+                *judge_matrix(facts, only=AUTH_ROWS)]
     if facts.era == "stateful":
         return [finding("M042", verdict, f"The handshake era is not served: {facts.note}.",
                         facts.init.evidence if facts.init else "", "stateful")]
@@ -71,7 +88,9 @@ async def run_check(target: Target, era: EraChoice = "both",
     report = Report(target.describe(), "stdio" if target.command else "http", call_tools,
                     checker_version=_version())
     eras: list[Facts] = []
+    auth: AuthFacts | None = None
     async with target.session():
+        auth = await probe_auth(target)
         stateful_served = False
         if era in ("stateful", "both"):
             facts = await probe_stateful(target, call_tools)
@@ -79,6 +98,8 @@ async def run_check(target: Target, era: EraChoice = "both",
             eras.append(facts)
         if era in ("stateless", "both"):
             eras.append(await probe_stateless(target, call_tools, stateful_served))
+    for facts in eras:
+        facts.auth = auth
     any_served = any(f.served for f in eras)
     for facts in eras:
         report.eras.append(_summary(facts))

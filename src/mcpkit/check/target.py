@@ -2,7 +2,11 @@
 
 Each probe that needs a fresh conversation opens a new channel: over stdio that is a new
 server process, over HTTP a new session (or, in 2026-07-28, simply new requests). The
-HTTP client never follows redirects, so the checker never leaves the target's origin.
+HTTP client never follows redirects, so the checker never leaves the target's origin
+(only the authorization probes GET the metadata documents the server names). ``token``
+is the access token the checks run with (the CLI also puts it in ``headers`` as
+``Authorization: Bearer``); ``wrong_audience_token`` one for another server, which a
+protected server must refuse.
 """
 
 from __future__ import annotations
@@ -27,11 +31,32 @@ class Target:
     timeout: float = 5.0
     env: dict[str, str] | None = None
     cwd: str | None = None
+    token: str | None = None
+    wrong_audience_token: str | None = None
     _client: httpx.AsyncClient | None = None
 
     @property
     def transport(self) -> str:
         return "stdio" if self.command is not None else "http"
+
+    @property
+    def bearer(self) -> str | None:
+        """The access token the checks run with: ``token``, else the one in an
+        ``Authorization: Bearer`` header of ``headers`` (sent on every request)."""
+        if self.token:
+            return self.token
+        for name, value in self.headers.items():
+            scheme, _, credentials = value.strip().partition(" ")
+            if name.lower() == "authorization" and scheme.lower() == "bearer":
+                return credentials.strip() or None
+        return None
+
+    def http_headers(self) -> dict[str, str]:
+        """``headers``, with ``Authorization: Bearer token`` when ``token`` is set and no
+        ``Authorization`` header is."""
+        if self.token and not any(k.lower() == "authorization" for k in self.headers):
+            return {**self.headers, "Authorization": f"Bearer {self.token}"}
+        return dict(self.headers)
 
     def describe(self) -> str:
         if self.command is not None:
@@ -61,7 +86,8 @@ class Target:
                 yield chan
             return
         assert self._client is not None and self.url is not None
-        http = HttpChannel(self._client, self.url, log, label, self.timeout, self.headers)
+        http = HttpChannel(self._client, self.url, log, label, self.timeout,
+                           self.http_headers())
         try:
             yield http
         finally:
