@@ -62,6 +62,7 @@ class AuthServer:
     # what it saw
     hits: Counter[str] = field(default_factory=Counter)
     paths: list[str] = field(default_factory=list)
+    request_headers: list[httpx.Headers] = field(default_factory=list)
     authorizations: list[dict[str, str]] = field(default_factory=list)
     token_requests: list[dict[str, str]] = field(default_factory=list)
     registrations: list[dict[str, Any]] = field(default_factory=list)
@@ -100,6 +101,7 @@ class AuthServer:
         path = request.url.path
         self.hits[path] += 1
         self.paths.append(path)
+        self.request_headers.append(request.headers)
         if path == "/.well-known/oauth-authorization-server":
             return httpx.Response(200, json=self.metadata())
         if path == "/jwks":

@@ -59,11 +59,13 @@ class Resource:
     revoked: set[str] = field(default_factory=set)
     paths: list[str] = field(default_factory=list)
     tokens_seen: list[str | None] = field(default_factory=list)
+    prm_versions: list[str | None] = field(default_factory=list)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         self.paths.append(path)
         if path in (PRM_PATH, ROOT_PRM):
+            self.prm_versions.append(request.headers.get("mcp-protocol-version"))
             if path not in self.prm_at:
                 return httpx.Response(404)
             doc: dict[str, Any] = {"resource": self.prm_resource,
@@ -189,12 +191,15 @@ def test_discovery_without_header_url_tries_path_inserted_then_root(world: World
     assert world.auth.authorizations[0]["resource"] == "https://mcp.example.com"
 
 
-def answer_with(documents: dict[str, dict[str, Any]]) -> tuple[list[str], Any]:
+def answer_with(documents: dict[str, dict[str, Any]],
+                versions: list[str | None] | None = None) -> tuple[list[str], Any]:
     asked: list[str] = []
 
     def respond(step: Fetch) -> httpx.Response:
         url = str(step.request.url)
         asked.append(url)
+        if versions is not None:
+            versions.append(step.request.headers.get("mcp-protocol-version"))
         doc = documents.get(url)
         return httpx.Response(200 if doc else 404, json=doc or {}, request=step.request)
 
@@ -578,3 +583,34 @@ def test_redirect_urls_carry_what_was_asked(world: World) -> None:
     query = parse_qs(urlsplit(world.browser.opened[0]).query)
     assert query["redirect_uri"] == [REDIRECT] and query["response_type"] == ["code"]
     assert len(query["state"][0]) >= 32 and len(query["code_challenge"][0]) == 43
+
+
+# ------------------------------------------------------------------ MCP-Protocol-Version
+
+
+@pytest.mark.parametrize(("body", "headers", "expected"), [
+    (b'{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":'
+     b'"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}', {},
+     "2025-06-18"),
+    (b"read", {"mcp-protocol-version": "2026-07-28"}, "2026-07-28"),
+    (b"read", {}, None),  # nothing says which revision: no header rather than a guess
+])
+def test_discovery_names_the_refused_request_s_revision(
+        body: bytes, headers: dict[str, str], expected: str | None) -> None:
+    """S012: the PRM fetches carry MCP-Protocol-Version of the request that was refused
+    (its header, else the revision an initialize offers); the authorization server's
+    own metadata and endpoints get none."""
+    w = make_world()
+    try:
+        assert w.http.post(MCP, content=body, headers=headers).status_code == 200
+    finally:
+        w.http.close()
+    assert w.mcp.prm_versions == [expected]
+    assert all(r.get("mcp-protocol-version") is None for r in w.auth.request_headers)
+
+
+def test_2025_03_26_fallback_sends_the_revision_to_the_server_s_origin() -> None:
+    versions: list[str | None] = []
+    _, respond = answer_with({}, versions)
+    drive(discover(MCP, None, "2025-03-26"), respond)
+    assert versions == ["2025-03-26"] * 3  # two PRM URLs, then the origin's metadata

@@ -15,7 +15,10 @@ which predate PRM: the MCP server's origin is the authorization server, its RFC 
 metadata is read from the origin's root well-known URL, and when that is 404 too the
 default endpoints ``/authorize``, ``/token`` and ``/register`` on the origin are used
 (PKCE S256 assumed: that revision required it of every server). ``resource`` is then
-the server's canonical URI.
+the server's canonical URI. Requests to the MCP server's side (PRM, and the 2025-03-26
+metadata on its origin) carry ``MCP-Protocol-Version`` when the caller knows the
+revision of the request that was refused (2025-03-26 and later: clients SHOULD send it
+during discovery, so a server can answer for that revision).
 
 Why: the client must find the authorization server from the resource itself, refuse
 metadata that speaks for another resource or issuer (mix-up and phishing defences), and
@@ -92,9 +95,12 @@ def resource_for(server: str, declared: Any) -> str:
         f"the protected resource metadata is for {claimed!r}, not for {server!r}; refused")
 
 
-def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any, Discovery]:
+def discover(server: str, resource_metadata: str | None, version: str | None = None
+             ) -> Generator[Step, Any, Discovery]:
     """Discovery for the MCP server at canonical URI ``server`` (see the module
-    docstring); ``resource_metadata``: the URL from the 401 challenge, if any."""
+    docstring); ``resource_metadata``: the URL from the 401 challenge, if any;
+    ``version``: the MCP revision to name in ``MCP-Protocol-Version``."""
+    headers = {"mcp-protocol-version": version} if version else None
     urls = list(protected_resource_metadata_urls(server))
     if resource_metadata:
         urls.insert(0, resource_metadata)
@@ -102,7 +108,7 @@ def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any,
     prm: dict[str, Any] | None = None
     statuses: set[int | None] = set()
     for url in dict.fromkeys(urls):
-        fetched: Fetched = yield from exchange_json("GET", url)
+        fetched: Fetched = yield from exchange_json("GET", url, headers=headers)
         status = fetched.status
         if fetched.document is not None and status == 200:
             prm = fetched.document
@@ -110,7 +116,7 @@ def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any,
         statuses.add(status)
         problems.append(fetched.problem or f"{url} answered HTTP {status}")
     if prm is None and not resource_metadata and statuses == {404}:
-        return (yield from legacy_discovery(server))
+        return (yield from legacy_discovery(server, headers))
     if prm is None:
         raise AuthorizationFailed("no protected resource metadata found for "
                                   f"{server!r}: {'; '.join(problems)}")
@@ -127,12 +133,13 @@ def discover(server: str, resource_metadata: str | None) -> Generator[Step, Any,
     return Discovery(resource, issuer, metadata, _strings(prm.get("scopes_supported")))
 
 
-def legacy_discovery(server: str) -> Generator[Step, Any, Discovery]:
+def legacy_discovery(server: str, headers: dict[str, str] | None = None
+                     ) -> Generator[Step, Any, Discovery]:
     """The 2025-03-26 discovery for a server without PRM (see the module docstring)."""
     parts = urlsplit(server)
     issuer = f"{parts.scheme}://{parts.netloc}"  # ``server`` is canonical already
     url = f"{issuer}/.well-known/oauth-authorization-server"
-    fetched: Fetched = yield from exchange_json("GET", url)
+    fetched: Fetched = yield from exchange_json("GET", url, headers=headers)
     metadata = fetched.document
     if fetched.status == 404:
         metadata = {

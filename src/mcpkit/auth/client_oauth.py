@@ -37,6 +37,7 @@ from typing import Any
 
 import anyio
 import httpx
+import orjson
 
 from ..protocol.errors import AuthorizationFailed
 from .client_authorize import AuthorizationAttempt
@@ -55,6 +56,7 @@ class _Server:
 
     discovery: Discovery | None = None
     requested: tuple[str, ...] = ()  # the scopes asked for last
+    version: str | None = None  # the MCP revision of the last request refused
 
 
 class OAuth(httpx.Auth):
@@ -100,6 +102,8 @@ class OAuth(httpx.Auth):
         renewed, step_ups = False, 0
         while True:
             challenge = parse_bearer_challenge(response.headers.get("www-authenticate", ""))
+            if response.status_code in (401, 403):
+                known.version = _mcp_version(request)
             if response.status_code == 401 and not renewed:
                 renewed = True
                 yield Exclusive()
@@ -133,7 +137,8 @@ class OAuth(httpx.Auth):
                   challenge: BearerChallenge) -> Generator[Step, Any, Discovery]:
         """Discovery, done again on every challenge (the resource may have moved to
         another authorization server since)."""
-        known.discovery = yield from discover(server, challenge.resource_metadata)
+        known.discovery = yield from discover(server, challenge.resource_metadata,
+                                              known.version)
         return known.discovery
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
@@ -285,3 +290,20 @@ class _Bounded(httpx.SyncByteStream, httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         await self._inner.aclose()
+
+
+def _mcp_version(request: httpx.Request) -> str | None:
+    """The MCP revision ``request`` speaks: its ``MCP-Protocol-Version`` header, else the
+    revision an ``initialize`` body offers; None when neither says."""
+    version: str | None = request.headers.get("mcp-protocol-version")
+    if version:
+        return version
+    try:
+        body = orjson.loads(request.content)
+    except (orjson.JSONDecodeError, httpx.RequestNotRead):
+        return None
+    params = body.get("params") if isinstance(body, dict) else None
+    offered = params.get("protocolVersion") if isinstance(params, dict) else None
+    if isinstance(offered, str) and body.get("method") == "initialize":
+        return offered
+    return None
