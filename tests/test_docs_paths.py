@@ -70,3 +70,19 @@ def test_the_checks_catch_what_they_claim(tmp_path: Path) -> None:
     assert FOREIGN.search("read /work/shared/seeds/x.csv")
     assert FOREIGN.search("the shape in `shared/DESIGN.md`")
     assert FOREIGN.search("see ../shared/tools/conformance.sh")
+
+
+NODE = re.compile(r"`(tests/[\w/]+\.py)::(\w+)`")
+
+
+@pytest.mark.parametrize("page", _pages(), ids=lambda p: str(p.relative_to(ROOT)))
+def test_named_tests_exist(page: Path) -> None:
+    """A ``tests/x.py::name`` a page cites (docs/compliance.md cites hundreds) is a test
+    function or class defined in that file: a renamed or deleted test cannot leave a row
+    claiming a proof that no longer runs."""
+    missing = []
+    for path, name in NODE.findall(page.read_text()):
+        source = (ROOT / path).read_text() if (ROOT / path).is_file() else ""
+        if not re.search(rf"^\s*(async def|def|class) {name}\b", source, re.M):
+            missing.append(f"{path}::{name}")
+    assert not missing, f"{page.name} cites tests that do not exist: {missing}"

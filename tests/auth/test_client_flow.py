@@ -60,10 +60,12 @@ class Resource:
     paths: list[str] = field(default_factory=list)
     tokens_seen: list[str | None] = field(default_factory=list)
     prm_versions: list[str | None] = field(default_factory=list)
+    queries: list[bytes] = field(default_factory=list)
 
     def handle(self, request: httpx.Request) -> httpx.Response:
         path = request.url.path
         self.paths.append(path)
+        self.queries.append(request.url.query)
         if path in (PRM_PATH, ROOT_PRM):
             self.prm_versions.append(request.headers.get("mcp-protocol-version"))
             if path not in self.prm_at:
@@ -180,6 +182,9 @@ def test_first_request_runs_the_whole_flow_in_the_spec_order(world: World) -> No
     assert world.call().status_code == 200
     assert len(world.auth.authorizations) == 1
     assert world.mcp.tokens_seen[-1] == world.mcp.tokens_seen[-2] != None  # noqa: E711
+    # M036/M037: the token travels in the Authorization header, never in a URL
+    assert str(world.mcp.tokens_seen[-1]).startswith("Bearer ")
+    assert world.mcp.queries == [b""] * len(world.mcp.paths)
 
 
 def test_discovery_without_header_url_tries_path_inserted_then_root(world: World) -> None:
