@@ -33,6 +33,8 @@ def parse_authorization(value: str | None) -> str | None:
     for a malformed bearer header (see the module docstring)."""
     if value is None:
         return None
+    if value.startswith("Bearer ") and _B64TOKEN.fullmatch(value, 7):
+        return value[7:]  # the usual spelling, at once
     scheme, _, rest = value.strip(" \t").partition(" ")
     if not _SCHEME.fullmatch(scheme):
         raise MalformedAuthorization("the Authorization header is not 'Bearer <token>'")

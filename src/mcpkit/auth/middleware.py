@@ -45,9 +45,13 @@ from urllib.parse import parse_qsl
 
 import orjson
 
-from ..protocol.errors import InvalidToken, MalformedAuthorization, VerifierUnavailable
+from ..protocol.errors import (
+    AuthError,
+    InvalidToken,
+    MalformedAuthorization,
+    VerifierUnavailable,
+)
 from ..protocol.scopes import check_scopes
-from .access_token import AccessToken
 from .bearer import parse_authorization
 from .challenge import insufficient_scope, invalid_request, unauthorized
 from .metadata import ProtectedResource
@@ -93,8 +97,17 @@ class BearerAuth:
         if scope["path"] in self.resource.well_known_paths:
             await self._serve_metadata(scope, send)
             return
-        access = await self._authenticate(scope, send)
-        if access is None:
+        metadata_url = self.resource.metadata_url
+        try:  # inline, not a helper coroutine: this runs for every request
+            token = parse_authorization(_authorization(scope))
+            if token is None:
+                await self._refuse(send, 401, "unauthorized",
+                                   "this server requires a bearer token",
+                                   unauthorized(metadata_url, self.challenge_scopes))
+                return
+            access = await self.verifier.verify(token)
+        except (AuthError, VerifierUnavailable) as exc:
+            await self._refused(send, exc)
             return
         if access.missing_scopes(self.required_scopes):
             needed = f"this request needs the scopes: {' '.join(self.required_scopes)}"
@@ -108,33 +121,24 @@ class BearerAuth:
             scope = {**scope, "state": {self.state_key: access}}
         await self.app(scope, receive, send)
 
-    async def _authenticate(self, scope: Scope, send: Send) -> AccessToken | None:
-        """The verified principal, or ``None`` once a refusal has been sent."""
+    async def _refused(self, send: Send, exc: AuthError | VerifierUnavailable) -> None:
+        """The answer to a request whose credentials failed (see the module docstring)."""
         metadata_url = self.resource.metadata_url
-        try:
-            token = parse_authorization(_authorization(scope))
-            if token is None:
-                await self._refuse(send, 401, "unauthorized",
-                                   "this server requires a bearer token",
-                                   unauthorized(metadata_url, self.challenge_scopes))
-                return None
-            return await self.verifier.verify(token)
-        except MalformedAuthorization as exc:
+        if isinstance(exc, MalformedAuthorization):
             await self._refuse(send, 400, exc.error, exc.description,
                                invalid_request(metadata_url, exc.description))
-        except InvalidToken as exc:
+        elif isinstance(exc, InvalidToken):
             log.debug("refused a bearer token: %s", exc.description)
             await self._refuse(send, 401, exc.error, exc.description,
                                unauthorized(metadata_url, self.challenge_scopes,
                                             exc.description))
-        except VerifierUnavailable as exc:
+        else:
             log.warning("could not verify a bearer token: %s", exc)
             await _respond(send, 503, {
                 "error": "temporarily_unavailable",
                 "error_description": "the authorization server could not be consulted; "
                                      "try again later"},
                 [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
-        return None
 
     async def _refuse(self, send: Send, status: int, error: str, description: str,
                       challenge: str) -> None:
@@ -167,10 +171,14 @@ def _authorization(scope: Scope) -> str | None:
                      for name, _ in parse_qsl(query, keep_blank_values=True)):
         raise MalformedAuthorization(
             "send the token in the Authorization header, never in the query string")
-    values = [v for k, v in scope.get("headers", ()) if k.lower() == b"authorization"]
-    if len(values) > 1:
-        raise MalformedAuthorization("a request may carry only one Authorization header")
-    return values[0].decode("latin-1") if values else None
+    found: bytes | None = None
+    for name, value in scope["headers"]:  # ASGI: header names are lowercased
+        if name == b"authorization":
+            if found is not None:
+                raise MalformedAuthorization(
+                    "a request may carry only one Authorization header")
+            found = value
+    return None if found is None else found.decode("latin-1")
 
 
 async def _respond(send: Send, status: int, body: dict[str, str],

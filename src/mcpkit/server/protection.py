@@ -44,6 +44,8 @@ class ScopeGuard:
 
     def __call__(self, principal: Principal | None, method: str,
                  params: dict[str, Any]) -> Denial | None:
+        if not self._registry.scoped:  # the usual case: nothing declares scopes
+            return None
         found = self.required(method, params)
         if found is None:
             return None

@@ -51,6 +51,7 @@ class Registry:
         self._announce = announce
         self._tool_pages: dict[str | None, JSON] = {}  # cursor -> serialized tools/list page
         self._caps: tuple[bool, JSON] | None = None  # (had completers, capabilities)
+        self._scoped: bool | None = None  # does anything declare scopes (None: not known)
 
     @property
     def page_size(self) -> int:
@@ -69,7 +70,18 @@ class Registry:
             raise ValueError("kind must be 'tools', 'prompts' or 'resources'")
         if kind == "tools":
             self._tool_pages.clear()
+        self._scoped = None
         self._announce(f"notifications/{kind}/list_changed")
+
+    @property
+    def scoped(self) -> bool:
+        """Whether any tool, resource, template or prompt declares OAuth scopes (the
+        per-call scope check is skipped when none does)."""
+        if self._scoped is None:
+            self._scoped = any(item.scopes for table in (
+                self.tools, self.resources, self.templates, self.prompts)
+                for item in table.values())
+        return self._scoped
 
     # ------------------------------------------------------------------ adding, removing
 
