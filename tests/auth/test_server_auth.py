@@ -253,6 +253,36 @@ async def test_a_tool_without_its_scope_is_403_with_the_challenge_then_works(idp
     assert allowed.json["result"]["content"][0]["text"] == "saved x"
 
 
+async def test_a_scoped_tool_added_while_serving_is_guarded(idp: IdP) -> None:
+    """The scope check is skipped while nothing declares scopes, and starts with the
+    first registration that does (the registry's answer is recomputed on change)."""
+    server = Server("late")
+
+    @server.tool
+    async def open_tool() -> str:
+        """No scope."""
+        return "open"
+
+    with LiveServer(server.asgi_app(auth=auth_for(idp))) as live:
+        async with raw(live, token(idp, scope="notes:read")) as client:
+            await client.initialize()
+            before = await client.call_tool("open_tool", {})
+
+            async def admin() -> str:
+                """Needs notes:admin."""
+                return "admin"
+
+            server.add_tool(admin, scopes=["notes:admin"])
+            refused = await client.call_tool("admin", {}, rid=9)
+            still = await client.call_tool("open_tool", {})
+            server.remove_tool("admin")
+            server.add_tool(admin)
+            now_open = await client.call_tool("admin", {})
+    assert before.status == still.status == now_open.status == 200
+    assert refused.status == 403 and refused.json["error"]["data"] == {
+        "requiredScopes": ["notes:admin"]}
+
+
 async def test_the_challenge_names_every_scope_the_call_needs(idp: IdP) -> None:
     """Held scopes are named too, so one re-authorization asks for enough (2026-07-28)."""
     with serving(idp) as live:
