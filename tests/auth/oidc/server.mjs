@@ -13,10 +13,13 @@
 //   https://mcp.example.com/mcp     JWT access tokens (RFC 9068), scopes notes:read notes:write
 //   https://other.example.com/mcp   JWT access tokens, same scopes: "another audience"
 //   https://opaque.example.com/mcp  opaque access tokens, checked by introspection
+//   http://127.0.0.1:<port>/mcp     JWT access tokens: an mcpkit server on loopback, its
+//                                   canonical URL the resource (the port is the test's)
 // Clients (every secret is config.secret):
 //   app          client_credentials, authorization_code (+PKCE), refresh_token
 //   short-lived  client_credentials; its access tokens live 2 seconds
 //   mcp-server   no grant: the resource server, for introspection
+// Dynamic client registration (RFC 7591) is open: the official SDK's client registers itself.
 // Interactions log in the subject named by login_hint (default "alice") and grant every
 // scope asked for, without a page: the tests drive the redirects with an HTTP client.
 
@@ -39,6 +42,7 @@ const RESOURCES = {
   'https://other.example.com/mcp': { format: 'jwt' },
   'https://opaque.example.com/mcp': { format: 'opaque' },
 };
+const LOOPBACK_RESOURCE = /^http:\/\/127\.0\.0\.1:[0-9]{1,5}\/mcp$/;
 const SHORT_TTL = 2;
 const TTL = 300;
 
@@ -78,13 +82,15 @@ const provider = new Provider(issuer, {
     clientCredentials: { enabled: true },
     introspection: { enabled: true },
     revocation: { enabled: true },
+    registration: { enabled: true },
     dPoP: { enabled: true },
     resourceIndicators: {
       enabled: true,
       defaultResource: async (ctx, client, oneOf) => oneOf,
       useGrantedResource: async () => true,
       getResourceServerInfo: async (ctx, indicator, client) => {
-        const known = RESOURCES[indicator];
+        const known = RESOURCES[indicator]
+          ?? (LOOPBACK_RESOURCE.test(indicator) ? { format: 'jwt' } : undefined);
         if (!known) throw new errors.InvalidTarget();
         return {
           scope: SCOPES,
