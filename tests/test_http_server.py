@@ -713,6 +713,38 @@ async def test_resume_cut_post_stream_after_first_progress(http, resumable) -> N
     assert [e.id for e in again] == [e.id for e in after]
 
 
+class SlowFinalStore(MemoryEventStore):
+    """An event store that takes its time storing a final answer (as a remote store can):
+    ``append`` of a message with a ``result`` waits until the test lets it go."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.storing = threading.Event()
+        self.release = threading.Event()
+
+    async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
+        if b'"result"' in data:
+            self.storing.set()
+            await anyio.to_thread.run_sync(self.release.wait, 10)
+        return await super().append(session_id, stream_id, data)
+
+
+async def test_resume_while_the_answer_is_being_stored_gets_it(http) -> None:
+    """A resumption arriving after the handler answered but before the answer's event is
+    stored attaches to the stream and gets the answer (it used to find the stream gone,
+    replay a store without the answer and end: the answer was lost)."""
+    store = SlowFinalStore()
+    with LiveServer(everything_server().asgi_app(event_store=store)) as live:
+        c = await session(http, live)
+        before = await cut_after(c, sleep_call(8, 0.2, "t8"), 2)  # priming + progress
+        assert await anyio.to_thread.run_sync(store.storing.wait, 10)
+        async with c.open_get(last_event_id=before[-1].id) as get:
+            assert get.status == 200
+            store.release.set()
+            after = [ev for ev, _ in await get.until_end(timeout=5)]
+    check_resumed(before, after, 8, [0.2])
+
+
 @pytest.mark.parametrize("last", ["garbage", "s1", "_5", "s1_x", "s1_-1", "s999_999999",
                                   "x" * 300])
 async def test_garbage_last_event_id_is_400(http, live, last) -> None:
