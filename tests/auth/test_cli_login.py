@@ -29,9 +29,10 @@ from typing import Any
 import httpx
 import pytest
 
-from mcpkit import Server
+from mcpkit import Context, Server
 from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
 from tests.support.http import LiveServer
+from tests.support.oidc import OidcProvider
 
 from .oauth_as import AuthServer
 
@@ -50,7 +51,7 @@ class Later:
 
 @dataclass
 class Setup:
-    auth: AuthServer
+    auth: AuthServer  # the test authorization server (a dummy one with oidc-provider)
     url: str
     state: Path
 
@@ -127,7 +128,8 @@ def login(setup: Setup, *options: str) -> tuple[subprocess.CompletedProcess[str]
             shown.append(line)
             if line.startswith("    http"):
                 url = line.strip()
-        page = httpx.get(url, follow_redirects=True, timeout=10)
+        with httpx.Client(follow_redirects=True, timeout=10) as browser:  # keeps cookies
+            page = browser.get(url)
         assert page.url.host == "127.0.0.1" and page.url.path == "/callback"
         out = proc.stdout.read() if proc.stdout is not None else ""
         proc.wait(timeout=30)
@@ -265,3 +267,37 @@ def test_which_stored_login_covers_a_url_and_where_the_file_lives(
     monkeypatch.delenv("XDG_STATE_HOME")
     monkeypatch.setenv("HOME", str(tmp_path / "home"))
     assert token_path() == tmp_path / "home" / ".local" / "state" / "mcpkit" / "tokens.json"
+
+
+def test_login_at_oidc_provider_then_call_as_the_user(oidc: OidcProvider,
+                                                     tmp_path: Path) -> None:
+    """A real authorization server: oidc-provider, its login and consent interactions
+    (through redirects and cookies), a public native client with a loopback redirect
+    on any port, RFC 9207 ``iss``, resource indicators and JWT access tokens."""
+    server = Server("whoami")
+
+    @server.tool
+    async def whoami(ctx: Context) -> str:
+        """The verified caller."""
+        assert ctx.auth is not None
+        return f"{ctx.auth.subject} {' '.join(sorted(ctx.auth.scopes))}"
+
+    later = Later()
+    live = LiveServer(later)
+    verifier = JWTVerifier(issuer=oidc.issuer, audience=live.url)
+    later.app = server.asgi_app(auth=Auth(verifier, resource=ProtectedResource(
+        live.url, [oidc.issuer], scopes_supported=["notes:read", "notes:write"])))
+    with live:
+        setup = Setup(AuthServer(), live.url, tmp_path / "state")
+        done, page = login(setup, "--client-id", "cli", "--scope", "notes:read")
+        assert done.returncode == 0, (done.stderr, oidc.log())
+        assert "close this window" in page
+        assert oidc.issuer in done.stdout and "notes:read" in done.stdout
+        called = setup.mcpkit("call", live.url, "whoami")
+        assert called.returncode == 0, called.stderr
+        assert called.stdout.strip() == "alice notes:read"
+        assert setup.mcpkit("logout", live.url).returncode == 0
+        refused = setup.mcpkit("call", live.url, "whoami")
+        assert refused.returncode == 1 and f"mcpkit login {live.url}" in refused.stderr
+        if live.loop is not None:
+            asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)

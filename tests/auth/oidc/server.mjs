@@ -13,10 +13,13 @@
 //   https://mcp.example.com/mcp     JWT access tokens (RFC 9068), scopes notes:read notes:write
 //   https://other.example.com/mcp   JWT access tokens, same scopes: "another audience"
 //   https://opaque.example.com/mcp  opaque access tokens, checked by introspection
+//   http://127.0.0.1:<port>/mcp     JWT access tokens: an mcpkit server on loopback
 // Clients (every secret is config.secret):
 //   app          client_credentials, authorization_code (+PKCE), refresh_token
 //   short-lived  client_credentials; its access tokens live 2 seconds
 //   mcp-server   no grant: the resource server, for introspection
+//   cli          a public native client (no secret), authorization_code (+PKCE) and
+//                refresh_token, redirect http://127.0.0.1/callback on any port (RFC 8252)
 // Interactions log in the subject named by login_hint (default "alice") and grant every
 // scope asked for, without a page: the tests drive the redirects with an HTTP client.
 
@@ -71,6 +74,15 @@ const provider = new Provider(issuer, {
       grant_types: ['client_credentials'], response_types: [], redirect_uris: [], scope: SCOPES,
     }),
     client('mcp-server', { grant_types: [], response_types: [], redirect_uris: [] }),
+    {
+      client_id: 'cli',
+      token_endpoint_auth_method: 'none',
+      application_type: 'native',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/callback'],
+      scope: SCOPES,
+    },
   ],
   scopes: SCOPES.split(' '),
   features: {
@@ -84,7 +96,8 @@ const provider = new Provider(issuer, {
       defaultResource: async (ctx, client, oneOf) => oneOf,
       useGrantedResource: async () => true,
       getResourceServerInfo: async (ctx, indicator, client) => {
-        const known = RESOURCES[indicator];
+        const known = RESOURCES[indicator]
+          ?? (/^http:\/\/127\.0\.0\.1:\d+\/mcp$/.test(indicator) ? { format: 'jwt' } : undefined);
         if (!known) throw new errors.InvalidTarget();
         return {
           scope: SCOPES,
