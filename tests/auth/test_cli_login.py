@@ -197,6 +197,14 @@ def test_an_expired_token_is_refreshed_then_a_dead_login_says_log_in(setup: Setu
     assert setup.auth.authorizations[-1]["scope"] == "notes:read notes:extra"
     before = next(iter(setup.stored().values()))["access_token"]
 
+    checked = setup.mcpkit("check", setup.url, "--era", "stateful", "--call-tools", "none",
+                           "--format", "json", "--fail-on", "never", timeout=120)
+    assert checked.returncode == 0, checked.stderr
+    assert "the token given was accepted (HTTP 200)" in checked.stdout
+    assert setup.auth.token_requests[-1]["grant_type"] == "refresh_token"
+    assert next(iter(setup.stored().values()))["access_token"] != before
+    before = next(iter(setup.stored().values()))["access_token"]
+
     called = setup.mcpkit("call", setup.url, "add", "a=1", "b=2")
     assert called.returncode == 0, called.stderr
     assert called.stdout.strip() == "3"
@@ -208,6 +216,9 @@ def test_an_expired_token_is_refreshed_then_a_dead_login_says_log_in(setup: Setu
     dead = setup.mcpkit("call", setup.url, "add", "a=1", "b=2")
     assert dead.returncode == 1
     assert "no longer works" in dead.stderr and f"mcpkit login {setup.url}" in dead.stderr
+    dead_check = setup.mcpkit("check", setup.url, "--era", "stateful", timeout=120)
+    assert dead_check.returncode == 1
+    assert "stored login" in dead_check.stderr and "mcpkit login" in dead_check.stderr
     assert len(setup.auth.authorizations) == 1  # no login was started
 
 
