@@ -207,7 +207,7 @@ async def cmd_login(args: argparse.Namespace) -> int:
     client = ClientCredentials(args.client_id, secret) if args.client_id else None
     oauth = OAuth(handler, store=store, client=client, client_name="mcpkit CLI",
                   scopes=args.scope or None)
-    name = ""
+    name, failure = "", ""
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, read=None)) as http, \
                 Client(url, auth=oauth, http_client=http,
@@ -217,8 +217,10 @@ async def cmd_login(args: argparse.Namespace) -> int:
         sys.stderr.write(f"mcpkit: error: {exc}\n")
         return EXIT_USAGE
     except (MCPError, OSError) as exc:
-        sys.stderr.write(f"mcpkit: error: login failed: {exc}\n")
-        return EXIT_ERROR
+        if not store.written:
+            sys.stderr.write(f"mcpkit: error: login failed: {exc}\n")
+            return EXIT_ERROR
+        failure = str(exc)  # authorized, then the server failed: say both
     finally:
         handler.close()
     if not store.written:
@@ -234,6 +236,10 @@ async def cmd_login(args: argparse.Namespace) -> int:
             ("expires", _expiry(tokens)), ("stored in", str(token_path()))]
     for label, value in rows:
         print(f"  {label:<21} {value}")
+    if failure:
+        sys.stderr.write(f"mcpkit: error: the tokens are stored, but then the server "
+                         f"failed: {failure}\n")
+        return EXIT_ERROR
     return EXIT_OK
 
 
