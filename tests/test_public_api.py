@@ -51,7 +51,8 @@ def test_import_keeps_heavy_modules_off_the_start_up_path() -> None:
 def test_auth_surface_has_the_client_pieces() -> None:
     import mcpkit.auth
 
-    client_side = {"OAuth", "RedirectHandler", "FollowRedirect", "ClientCredentials",
+    client_side = {"OAuth", "RedirectHandler", "FollowRedirect", "LoopbackRedirect",
+                   "ClientCredentials",
                    "TokenStore", "MemoryTokenStore", "FileTokenStore", "Tokens",
                    "AuthorizationFailed"}
     assert client_side <= set(mcpkit.auth.__all__), client_side - set(mcpkit.auth.__all__)

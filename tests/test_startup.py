@@ -93,3 +93,27 @@ def test_a_plain_tool_call_loads_only_the_small_validator(tmp_path: Path) -> Non
     )
     assert "fastjsonschema" in loaded  # the guard sees real imports: this one is expected
     assert not [m for m in HEAVY if m != "fastjsonschema" and m in loaded]
+
+
+def test_the_cli_loads_the_auth_modules_only_for_a_url(tmp_path: Path) -> None:
+    """Parsing any command (login included) and a stdio command load no auth module; a
+    URL command without a stored login does not either (it has nothing to refresh)."""
+    root = Path(__file__).resolve().parents[1]
+    notes = f"{sys.executable} {root / 'examples' / 'notes.py'}"
+    code = (
+        "import json, sys\n"
+        "from mcpkit.cli import _parser, main\n"
+        "_parser().parse_args(['login', 'http://127.0.0.1:9/mcp', '--no-browser'])\n"
+        "parsed = 'mcpkit.auth' in sys.modules\n"
+        f"code = main(['list', 'tools', '--stdio', {notes!r}])\n"
+        "stdio = 'mcpkit.auth' in sys.modules\n"
+        "url = main(['list', 'tools', 'http://127.0.0.1:9/mcp'])\n"
+        "print(json.dumps([parsed, code, stdio, url, 'mcpkit.auth' in sys.modules]))\n")
+    env = {"PATH": "/usr/bin:/bin", "MCPKIT_STATE_DIR": str(tmp_path / "state"),
+           "HOME": str(tmp_path)}
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60, env=env, cwd=root)
+    assert res.returncode == 0, res.stderr
+    parsed, code_, stdio, url, after_url = json.loads(res.stdout.splitlines()[-1])
+    assert (parsed, code_, stdio) == (False, 0, False)
+    assert url == 2 and after_url is False  # nothing listens on port 9

@@ -26,6 +26,7 @@ from mcpkit.auth import (
     AuthorizationFailed,
     ClientCredentials,
     FileTokenStore,
+    MemoryTokenStore,
     OAuth,
     Tokens,
     insufficient_scope,
@@ -549,6 +550,19 @@ def test_file_store_is_private_and_round_trips(tmp_path: Path) -> None:
     os.chmod(path, 0o644)
     with pytest.raises(PermissionError):
         store.get_tokens("https://as", MCP)
+
+
+@pytest.mark.parametrize("kind", ["memory", "file"])
+def test_stores_list_what_they_keep(kind: str, tmp_path: Path) -> None:
+    store = MemoryTokenStore() if kind == "memory" else FileTokenStore(tmp_path / "t.json")
+    assert store.all_tokens() == []
+    one, two = Tokens("a1", scopes=("s",)), Tokens("a2")
+    store.set_tokens("https://as", MCP, one)
+    store.set_tokens("https://as2", "https://r.example.com", two)
+    assert sorted(store.all_tokens(), key=lambda e: e[0]) == [
+        ("https://as", MCP, one), ("https://as2", "https://r.example.com", two)]
+    store.set_tokens("https://as", MCP, None)
+    assert store.all_tokens() == [("https://as2", "https://r.example.com", two)]
 
 
 def test_file_store_ignores_junk(tmp_path: Path) -> None:

@@ -22,7 +22,8 @@ The client side (an MCP client getting tokens from an authorization server):
   (``client_tokens``), the authorization request checks (``client_authorize``), the
   challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
-  user-facing part; :class:`TokenStore`, :class:`MemoryTokenStore`,
+  user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
+  desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
   :class:`FileTokenStore`, :class:`Tokens`, :class:`ClientCredentials`
   (``client_store``).
 
@@ -44,6 +45,7 @@ from .challenge import bearer_challenge, insufficient_scope, invalid_request, un
 from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_loopback import LoopbackRedirect
 from .client_oauth import OAuth
 from .client_store import (
     ClientCredentials,
@@ -79,6 +81,7 @@ __all__ = [
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
+    "LoopbackRedirect",
     "MalformedAuthorization",
     "MemoryTokenStore",
     "OAuth",

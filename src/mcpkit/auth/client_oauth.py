@@ -10,9 +10,9 @@ union of the scopes it asked for before and the challenged ones, at most
 ``max_step_ups`` times per request, then lets the 403 through. Tokens go to a
 :class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource).
 
-Scopes asked for: the challenge's ``scope``, else the resource's ``scopes_supported``,
-else none; ``offline_access`` is added when the authorization server lists it (a refresh
-token is wanted) and ``offline_access=True``.
+Scopes asked for: ``scopes=`` when given, else the challenge's ``scope``, else the
+resource's ``scopes_supported``, else none; ``offline_access`` is added when the
+authorization server lists it (a refresh token is wanted) and ``offline_access=True``.
 
 How: the flow is a pure generator of steps (``client_steps``) pumped by
 :meth:`OAuth.sync_auth_flow` (``httpx.Client``) and :meth:`OAuth.async_auth_flow`
@@ -68,6 +68,8 @@ class OAuth(httpx.Auth):
     ``client_metadata_url``: this client's Client ID Metadata Document (an https URL),
     used as ``client_id`` where supported. ``client_name``: for dynamic registration.
     ``max_step_ups``: re-authorizations per request on 403 ``insufficient_scope``.
+    ``scopes``: the scopes to ask for instead of the challenged (or advertised) ones; a
+    403 ``insufficient_scope`` still adds the ones the server names.
     """
 
     requires_request_body = True  # a request is sent again after authorizing
@@ -75,7 +77,8 @@ class OAuth(httpx.Auth):
     def __init__(self, handler: RedirectHandler, *, store: TokenStore | None = None,
                  client: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
                  client_metadata_url: str | None = None, client_name: str = "mcpkit",
-                 max_step_ups: int = 2, offline_access: bool = True) -> None:
+                 max_step_ups: int = 2, offline_access: bool = True,
+                 scopes: Iterable[str] | None = None) -> None:
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be >= 0")
         self.handler = handler
@@ -85,6 +88,7 @@ class OAuth(httpx.Auth):
         self.client_name = client_name
         self.max_step_ups = max_step_ups
         self.offline_access = offline_access
+        self.scopes = tuple(scopes) if scopes is not None else None
         self._servers: dict[str, _Server] = {}
         self._thread_lock = threading.Lock()
         self._task_lock: anyio.Lock | None = None
@@ -155,7 +159,8 @@ class OAuth(httpx.Auth):
             if fresh is not None:
                 self.store.set_tokens(discovery.issuer, discovery.resource, fresh)
                 return fresh
-        wanted = challenge.scopes or discovery.scopes_supported
+        wanted = (self.scopes if self.scopes is not None
+                  else challenge.scopes or discovery.scopes_supported)
         return (yield from self._authorize(discovery, known, wanted))
 
     def _register(self, discovery: Discovery) -> Generator[Step, Any, ClientCredentials]:

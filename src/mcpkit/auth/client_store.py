@@ -96,6 +96,12 @@ class MemoryTokenStore:
     def get_client(self, issuer: str) -> ClientCredentials | None:
         return self._clients.get(issuer)
 
+    def all_tokens(self) -> list[tuple[str, str, Tokens]]:
+        """Every (issuer, resource, tokens) kept (``set_tokens(..., None)`` removes one)."""
+        with self._lock:
+            return [(issuer, resource, tokens)
+                    for (issuer, resource), tokens in self._tokens.items()]
+
     def set_client(self, issuer: str, client: ClientCredentials | None) -> None:
         with self._lock:
             if client is None:
@@ -190,6 +196,18 @@ class FileTokenStore:
     def get_client(self, issuer: str) -> ClientCredentials | None:
         with self._lock:
             return _client(self._load()["clients"].get(issuer))
+
+    def all_tokens(self) -> list[tuple[str, str, Tokens]]:
+        """Every usable (issuer, resource, tokens) in the file (``set_tokens(..., None)``
+        removes one)."""
+        with self._lock:
+            found: list[tuple[str, str, Tokens]] = []
+            for key, raw in self._load()["tokens"].items():
+                issuer, sep, resource = str(key).partition(" ")
+                tokens = _tokens(raw)
+                if sep and tokens is not None:
+                    found.append((issuer, resource, tokens))
+            return found
 
     def set_client(self, issuer: str, client: ClientCredentials | None) -> None:
         with self._lock:

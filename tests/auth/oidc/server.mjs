@@ -19,6 +19,8 @@
 //   app          client_credentials, authorization_code (+PKCE), refresh_token
 //   short-lived  client_credentials; its access tokens live 2 seconds
 //   mcp-server   no grant: the resource server, for introspection
+//   cli          a public native client (no secret), authorization_code (+PKCE) and
+//                refresh_token, redirect http://127.0.0.1/callback on any port (RFC 8252)
 // Dynamic client registration (RFC 7591) is open: the official SDK's client registers itself.
 // Interactions log in the subject named by login_hint (default "alice") and grant every
 // scope asked for, without a page: the tests drive the redirects with an HTTP client.
@@ -75,6 +77,15 @@ const provider = new Provider(issuer, {
       grant_types: ['client_credentials'], response_types: [], redirect_uris: [], scope: SCOPES,
     }),
     client('mcp-server', { grant_types: [], response_types: [], redirect_uris: [] }),
+    {
+      client_id: 'cli',
+      token_endpoint_auth_method: 'none',
+      application_type: 'native',
+      grant_types: ['authorization_code', 'refresh_token'],
+      response_types: ['code'],
+      redirect_uris: ['http://127.0.0.1/callback'],
+      scope: SCOPES,
+    },
   ],
   scopes: SCOPES.split(' '),
   features: {

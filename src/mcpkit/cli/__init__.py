@@ -11,6 +11,9 @@
                         [--out FILE] [--call-tools none|readonly|all]
                         [--fail-on must|should|lint|never]
                         [--token TOKEN] [--wrong-audience-token TOKEN]
+    mcpkit login URL [--scope S ...] [--client-id ID [--client-secret S]] [--port N]
+                     [--no-browser]                log in (OAuth) and keep the tokens
+    mcpkit logout URL                              forget them
 
 TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
 (tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
@@ -18,6 +21,8 @@ success, 1 when the server answered with an error or a tool result has ``isError
 usage errors (bad target, bad JSON, unknown tool) and for a server that cannot be reached
 or started (nothing listening at the URL, a command that exits before answering).
 ``check`` exits 1 when a finding at the ``--fail-on`` level failed, so it drops into CI.
+A URL target uses the login ``mcpkit login`` stored for it (``login``), unless a token is
+given (``--token``, ``$MCPKIT_TOKEN`` or an ``Authorization`` header).
 """
 
 from __future__ import annotations
@@ -30,6 +35,8 @@ import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
+
+from . import login
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -49,7 +56,7 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 def _load_server(spec: str) -> Any:
     import importlib.util
 
-    from .server import Server
+    from ..server import Server
 
     path, _, attr = spec.partition(":")
     if not os.path.isfile(path):
@@ -211,32 +218,38 @@ def _http_headers(args: argparse.Namespace, target: Any) -> dict[str, str]:
     return headers
 
 
-def _http_refusal(exc: BaseException, sent_token: bool) -> str | None:
+def _http_refusal(exc: BaseException, sent_token: bool, url: str = "URL",
+                  stored: bool = False) -> str | None:
     """What to tell the user when the server refused us with HTTP 401 or 403 (found in
-    ``exc`` or what caused it), else None."""
-    from .protocol.errors import TransportError
+    ``exc`` or what caused it), else None. ``stored``: the token was a stored login's."""
+    from ..protocol.errors import TransportError
 
     seen: BaseException | None = exc
     while seen is not None and not isinstance(seen, TransportError):
         seen = seen.__cause__
     if seen is None or seen.status not in (401, 403):
         return None
+    if seen.status == 401 and stored:
+        return ("the server refused the stored login's access token (HTTP 401): log in "
+                f"again: mcpkit login {url} ({seen})")
     if seen.status == 401 and sent_token:
         return ("the server refused the access token (HTTP 401): it is invalid, expired or "
                 f"for another server; get a new one for this server ({seen})")
     if seen.status == 401:
-        return ("the server requires authorization (HTTP 401): give an access token with "
-                f"--token TOKEN or $MCPKIT_TOKEN ({seen})")
+        return ("the server requires authorization (HTTP 401): log in with: mcpkit login "
+                f"{url}, or give an access token with --token TOKEN or $MCPKIT_TOKEN ({seen})")
     return ("the server refused this token (HTTP 403): it lacks a scope this needs; get a "
             f"token with the scopes the server names ({seen})")
 
 
 async def _client_command(args: argparse.Namespace) -> int:
-    from .client import Client, ServerUnreachable
-    from .protocol.errors import MCPError, RemoteError
+    from ..client import Client, ServerUnreachable
+    from ..protocol.errors import MCPError, RemoteError
 
     target, rest = _target(args, list(args.rest))
     headers = _http_headers(args, target)
+    sent_token = any(n.lower() == "authorization" for n in headers)
+    auth = None if isinstance(target, list) or sent_token else login.stored_auth(target)
     style = _Style(sys.stdout.isatty() and not args.json and "NO_COLOR" not in os.environ)
     import tempfile
 
@@ -245,7 +258,7 @@ async def _client_command(args: argparse.Namespace) -> int:
         "w+", encoding="utf-8", errors="replace")
     try:
         async with Client(target, timeout=args.timeout, stderr=stderr,
-                          headers=headers or None) as client:
+                          headers=headers or None, auth=auth) as client:
             return await _dispatch(client, args, rest, style)
     except RemoteError as exc:
         sys.stderr.write(f"mcpkit: server error {exc.code}: {exc.message}\n")
@@ -257,7 +270,8 @@ async def _client_command(args: argparse.Namespace) -> int:
         _show_stderr_tail(stderr)
         return EXIT_USAGE
     except (MCPError, OSError) as exc:
-        refusal = _http_refusal(exc, any(n.lower() == "authorization" for n in headers))
+        refusal = _http_refusal(exc, sent_token or auth is not None, str(target),
+                                auth is not None)
         sys.stderr.write(f"mcpkit: error: {refusal or exc}\n")
         _show_stderr_tail(stderr)
         return EXIT_ERROR
@@ -410,14 +424,15 @@ def _parser() -> argparse.ArgumentParser:
                      help="http(s): a token issued for another server, which the server "
                      "must refuse with 401")
     chk.add_argument("rest", nargs="*", metavar="URL")
+    login.add_parsers(sub)
     return p
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     import anyio
 
-    from .check import Target, run_check
-    from .check.report import render
+    from ..check import Target, run_check
+    from ..check.report import render
 
     target_spec, rest = _target(args, args.rest)
     if rest:
@@ -429,6 +444,13 @@ def cmd_check(args: argparse.Namespace) -> int:
         target = Target(command=target_spec, timeout=args.timeout)
     else:
         token = args.token or os.environ.get("MCPKIT_TOKEN") or None
+        if token is None and not any(k.lower() == "authorization" for k in headers):
+            from ..protocol.errors import MCPError
+
+            try:
+                token = anyio.run(login.stored_access_token, target_spec, args.timeout)
+            except (MCPError, OSError) as exc:
+                _fail(f"the stored login for {target_spec} cannot be used: {exc}", EXIT_ERROR)
         wrong = args.wrong_audience_token
         if wrong is not None and not _B64TOKEN.fullmatch(wrong):
             raise UsageError("--wrong-audience-token is not a bearer token (RFC 6750)")
@@ -466,7 +488,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "logout":
+            return login.cmd_logout(args)
         import anyio
+
+        if args.command == "login":
+            status: int = anyio.run(login.cmd_login, args)
+            return status
 
         code: int = anyio.run(_client_command, args)
         return code
