@@ -67,6 +67,18 @@ async def list_only(url: str, version: str | None, context: dict[str, Any]) -> N
         await c.list_tools()
 
 
+async def schema_echo(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """json-schema-2020-12-preservation: send the rich tool's inputSchema, as the client
+    received it, back through the echo tool (every 2020-12 keyword must survive)."""
+    async with Client(url, protocol_version=version, mode="auto") as c:
+        tools = {t.name: t for t in await c.list_tools()}
+        rich = tools.get("json_schema_2020_12_tool")
+        if rich is None or "json_schema_echo" not in tools:
+            raise SystemExit(f"the scenario's tools are missing: {sorted(tools)}")
+        result = await c.call_tool("json_schema_echo", {"schema": rich.input_schema})
+        log.info("echoed: %s", result.text[:200])
+
+
 async def every_tool(url: str, version: str | None, context: dict[str, Any]) -> None:
     """request-metadata, request state and header scenarios: call every listed tool
     (answering any input request), so each request carries _meta and routing headers."""
@@ -128,6 +140,7 @@ SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]
     "elicitation-defaults": elicitation_defaults,
     "sse-retry": sse_retry,
     "json-schema-ref-no-deref": list_only,
+    "json-schema-2020-12-preservation": schema_echo,
     "request-metadata": every_tool,
     "sep-2322-client-request-state": every_tool,
     "http-standard-headers": every_tool,
