@@ -291,3 +291,86 @@ async def test_no_log_line_carries_a_token(idp: IdP, caplog: pytest.LogCaptureFi
     for record in caplog.records:
         text = record.getMessage()
         assert not any(token in text for token in tokens), text
+
+
+# ------------------------------------------------------------------ reuse of a verified header
+
+
+class Counting:
+    """A verifier that accepts the tokens the real one accepts and counts its calls."""
+
+    def __init__(self, inner: JWTVerifier, cache_ttl: float | None = None) -> None:
+        self.inner = inner
+        self.calls = 0
+        if cache_ttl is not None:
+            self.cache_ttl = cache_ttl
+
+    async def verify(self, token: str) -> AccessToken:
+        self.calls += 1
+        return await self.inner.verify(token)
+
+
+@asynccontextmanager
+async def counted(idp: IdP, **options: Any) -> AsyncIterator[tuple[httpx.AsyncClient, Counting]]:
+    cache_ttl = options.pop("cache_ttl", None)
+    verifier = Counting(JWTVerifier(issuer=idp.issuer, audience=RESOURCE,
+                                    jwks_uri=idp.jwks_uri, cache_ttl=0), cache_ttl)
+    app = BearerAuth(Echo(), resource=resource(), verifier=verifier, **options)
+    try:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
+                                     base_url="https://mcp.example.com") as client:
+            yield client, verifier
+    finally:
+        await verifier.inner.aclose()
+
+
+async def test_a_verified_header_is_reused_for_reuse_seconds(idp: IdP) -> None:
+    token = idp.sign(idp.claims())
+    headers = {"authorization": f"Bearer {token}"}
+    async with counted(idp, reuse_seconds=0.3) as (client, verifier):
+        for _ in range(3):
+            assert (await client.post("/mcp", headers=headers)).status_code == 200
+        assert verifier.calls == 1
+        await asyncio.sleep(0.35)
+        assert (await client.post("/mcp", headers=headers)).status_code == 200
+        assert verifier.calls == 2
+        other = {"authorization": f"Bearer {idp.sign(idp.claims(sub='bob'))}"}
+        assert (await client.post("/mcp", headers=other)).json()["subject"] == "bob"
+        assert verifier.calls == 3
+
+
+async def test_reuse_is_off_at_zero_and_bounded_by_the_verifier_s_own_cache(idp: IdP) -> None:
+    headers = {"authorization": f"Bearer {idp.sign(idp.claims())}"}
+    async with counted(idp, reuse_seconds=0) as (client, verifier):
+        for _ in range(3):
+            await client.post("/mcp", headers=headers)
+        assert verifier.calls == 3
+    async with counted(idp, reuse_seconds=5, cache_ttl=0) as (client, verifier):
+        for _ in range(3):  # a verifier that caches nothing is asked every time
+            await client.post("/mcp", headers=headers)
+        assert verifier.calls == 3
+    with pytest.raises(ValueError, match="reuse_seconds"):
+        BearerAuth(Echo(), resource=resource(), verifier=Counting(JWTVerifier(
+            issuer=idp.issuer, audience=RESOURCE)), reuse_seconds=-1)
+
+
+async def test_reuse_never_outlives_the_token(idp: IdP) -> None:
+    """A token reused for up to a minute is still refused once its exp has passed."""
+    import time
+
+    token = idp.sign(idp.claims(exp=int(time.time()) + 1))
+    headers = {"authorization": f"Bearer {token}"}
+    async with counted(idp, reuse_seconds=60) as (client, verifier):
+        assert (await client.post("/mcp", headers=headers)).status_code == 200
+        await asyncio.sleep(max(0.0, int(time.time()) + 2 - time.time()))
+        verifier.inner.rules.leeway = 0
+        reply = await client.post("/mcp", headers=headers)
+    assert reply.status_code == 401 and verifier.calls == 2
+
+
+async def test_refusals_are_not_reused(idp: IdP) -> None:
+    headers = {"authorization": "Bearer not-a-jwt"}
+    async with counted(idp, reuse_seconds=60) as (client, verifier):
+        for _ in range(2):
+            assert (await client.post("/mcp", headers=headers)).status_code == 401
+    assert verifier.calls == 2

@@ -33,15 +33,20 @@ class Auth:
     is closed when the app's lifespan ends). ``resource``: this server's metadata (its
     canonical URI, authorization servers, ``scopes_supported``). ``required_scopes``:
     scopes every request needs (per-tool, per-resource and per-prompt ones come on top).
+    ``reuse_seconds``: how long a verified ``Authorization`` value is taken again without
+    the verifier (:class:`BearerAuth`; 0: verify every request).
     """
 
-    __slots__ = ("required_scopes", "resource", "verifier")
+    __slots__ = ("required_scopes", "resource", "reuse_seconds", "verifier")
 
     def __init__(self, verifier: TokenVerifier, *, resource: ProtectedResource,
-                 required_scopes: Iterable[str] = ()) -> None:
+                 required_scopes: Iterable[str] = (), reuse_seconds: float = 1.0) -> None:
+        if reuse_seconds < 0:
+            raise ValueError("reuse_seconds must be >= 0")
         self.verifier = verifier
         self.resource = resource
         self.required_scopes = check_scopes(required_scopes)
+        self.reuse_seconds = reuse_seconds
 
     def __repr__(self) -> str:
         return (f"Auth({self.verifier!r}, resource={self.resource!r}, "
@@ -50,7 +55,8 @@ class Auth:
     def protect(self, app: ASGIApp) -> BearerAuth:
         """``app`` behind a :class:`BearerAuth` of these settings."""
         return BearerAuth(app, resource=self.resource, verifier=self.verifier,
-                          required_scopes=self.required_scopes)
+                          required_scopes=self.required_scopes,
+                          reuse_seconds=self.reuse_seconds)
 
     def insufficient(self, scopes: Iterable[str], description: str | None = None) -> str:
         """The ``WWW-Authenticate`` value of a 403 for a request needing ``scopes``."""

@@ -38,7 +38,9 @@ An exception raised by the wrapped app propagates unchanged.
 
 from __future__ import annotations
 
+import hashlib
 import logging
+import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -52,6 +54,7 @@ from ..protocol.errors import (
     VerifierUnavailable,
 )
 from ..protocol.scopes import check_scopes
+from .access_token import AccessToken
 from .bearer import parse_authorization
 from .challenge import insufficient_scope, invalid_request, unauthorized
 from .metadata import ProtectedResource
@@ -66,6 +69,7 @@ AUTH_STATE_KEY = "mcpkit.auth"
 """Where a verified :class:`AccessToken` is put: ``scope["state"]["mcpkit.auth"]``."""
 
 RETRY_AFTER_SECONDS = 5
+REUSE_ENTRIES = 4096  # verified header values remembered at most (see ``reuse_seconds``)
 METADATA_MAX_AGE = 300
 
 log = logging.getLogger("mcpkit.auth")
@@ -75,10 +79,25 @@ class BearerAuth:
     """Wraps ``app``; see the module docstring. ``resource``: this server's metadata;
     ``verifier``: judges tokens; ``required_scopes``: every request needs them all
     (``ValueError`` for a name that is not a scope-token); ``state_key``: where the
-    principal goes in ``scope["state"]``."""
+    principal goes in ``scope["state"]``; ``reuse_seconds``: how long a verified
+    ``Authorization`` value is taken again without asking the verifier (never past the
+    token's expiry, nor longer than the verifier's own ``cache_ttl`` when it has one; 0:
+    ask on every request). A client sends the same header on every request, and even a
+    verifier's own cache costs a parse, a hash and a coroutine per request; a revocation
+    the verifier would see is seen this much later at most."""
 
     def __init__(self, app: ASGIApp, *, resource: ProtectedResource, verifier: TokenVerifier,
-                 required_scopes: Iterable[str] = (), state_key: str = AUTH_STATE_KEY) -> None:
+                 required_scopes: Iterable[str] = (), state_key: str = AUTH_STATE_KEY,
+                 reuse_seconds: float = 1.0) -> None:
+        if reuse_seconds < 0:
+            raise ValueError("reuse_seconds must be >= 0")
+        own = getattr(verifier, "cache_ttl", None)  # the verifier's own policy bounds it
+        if isinstance(own, int | float) and own >= 0:
+            reuse_seconds = min(reuse_seconds, float(own))
+        self.reuse_seconds = reuse_seconds
+        # SHA-256 of a verified header value -> (monotonic deadline, its principal): a
+        # digest, so no token is kept (as in TokenCache)
+        self._recent: dict[bytes, tuple[float, AccessToken]] = {}
         self.app = app
         self.resource = resource
         self.verifier = verifier
@@ -97,19 +116,21 @@ class BearerAuth:
         if scope["path"] in self.resource.well_known_paths:
             await self._serve_metadata(scope, send)
             return
-        metadata_url = self.resource.metadata_url
-        try:  # inline, not a helper coroutine: this runs for every request
-            token = parse_authorization(_authorization(scope))
-            if token is None:
-                await self._refuse(send, 401, "unauthorized",
-                                   "this server requires a bearer token",
-                                   unauthorized(metadata_url, self.challenge_scopes))
-                return
-            access = await self.verifier.verify(token)
-        except (AuthError, VerifierUnavailable) as exc:
+        try:
+            raw = _authorization(scope)
+        except MalformedAuthorization as exc:
             await self._refused(send, exc)
             return
-        if access.missing_scopes(self.required_scopes):
+        key = hashlib.sha256(raw).digest() if raw is not None and self.reuse_seconds else None
+        seen = self._recent.get(key) if key is not None else None
+        if seen is not None and seen[0] > time.monotonic():
+            access = seen[1]
+        else:
+            verified = await self._verify(send, raw, key)
+            if verified is None:
+                return
+            access = verified
+        if self.required_scopes and access.missing_scopes(self.required_scopes):
             needed = f"this request needs the scopes: {' '.join(self.required_scopes)}"
             await self._refuse(send, 403, "insufficient_scope", needed, insufficient_scope(
                 self.resource.metadata_url, self.required_scopes, needed))
@@ -120,6 +141,34 @@ class BearerAuth:
         else:
             scope = {**scope, "state": {self.state_key: access}}
         await self.app(scope, receive, send)
+
+    async def _verify(self, send: Send, raw: bytes | None,
+                      key: bytes | None) -> AccessToken | None:
+        """The principal of the header value ``raw`` from the verifier (remembered under
+        ``key`` when given), or None once the refusal was sent."""
+        try:
+            token = parse_authorization(None if raw is None else raw.decode("latin-1"))
+            if token is None:
+                await self._refuse(send, 401, "unauthorized",
+                                   "this server requires a bearer token",
+                                   unauthorized(self.resource.metadata_url,
+                                                self.challenge_scopes))
+                return None
+            access = await self.verifier.verify(token)
+        except (AuthError, VerifierUnavailable) as exc:
+            await self._refused(send, exc)
+            return None
+        if key is not None:
+            now = time.monotonic()
+            until = now + self.reuse_seconds
+            if access.expires_at is not None:
+                until = min(until, now + access.expires_at - time.time())
+            if len(self._recent) >= REUSE_ENTRIES:
+                self._recent = {k: v for k, v in self._recent.items() if v[0] > now}
+                if len(self._recent) >= REUSE_ENTRIES:
+                    self._recent.clear()
+            self._recent[key] = (until, access)
+        return access
 
     async def _refused(self, send: Send, exc: AuthError | VerifierUnavailable) -> None:
         """The answer to a request whose credentials failed (see the module docstring)."""
@@ -162,7 +211,7 @@ class BearerAuth:
             await _send(send, 405, b"", [(b"allow", b"GET, HEAD, OPTIONS")])
 
 
-def _authorization(scope: Scope) -> str | None:
+def _authorization(scope: Scope) -> bytes | None:
     """The one ``Authorization`` header value (``None`` if absent). Raises
     ``MalformedAuthorization`` for several, or for a token in the query string."""
     raw_query: bytes = scope.get("query_string", b"")
@@ -178,7 +227,7 @@ def _authorization(scope: Scope) -> str | None:
                 raise MalformedAuthorization(
                     "a request may carry only one Authorization header")
             found = value
-    return None if found is None else found.decode("latin-1")
+    return found
 
 
 async def _respond(send: Send, status: int, body: dict[str, str],
