@@ -58,7 +58,7 @@ def _default_alg(key: _Key) -> str:
     if isinstance(key, jwk.ECKey):
         return _EC_ALGS.get(str(key.get("crv")), "ES256")
     if isinstance(key, jwk.OKPKey):
-        return "EdDSA"
+        return "Ed25519"  # RFC 9864: the fully specified name, not the deprecated EdDSA
     return "RS256"
 
 
@@ -73,7 +73,7 @@ def _fits(key: _Key, alg: str) -> bool:
 class PrivateKeyJWT:
     """A client's signing key for ``private_key_jwt``. ``key``: a private key in PEM
     (``str`` or ``bytes``) or as a JWK mapping; ``alg``: the JWS algorithm (by default
-    the key's own ``alg``, else ES256/ES384/ES512 by curve, EdDSA, RS256); ``kid``: put
+    the key's own ``alg``, else ES256/ES384/ES512 by curve, Ed25519, RS256); ``kid``: put
     in the header (by default the JWK's ``kid``, when it has one); ``lifetime``: seconds
     each assertion is valid."""
 
