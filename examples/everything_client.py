@@ -19,7 +19,7 @@ from typing import Any
 
 import anyio
 
-from mcpkit.auth import ClientCredentials, FollowRedirect, OAuth
+from mcpkit.auth import ClientCredentials, ClientCredentialsAuth, FollowRedirect, OAuth
 from mcpkit.client import Client
 
 log = logging.getLogger("everything_client")
@@ -132,6 +132,22 @@ async def authorized(url: str, version: str | None, context: dict[str, Any]) -> 
             log.info("called %s: %s", tools[0].name, result.text)
 
 
+async def machine(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """auth/client-credentials-*: the client credentials grant, no user; the context
+    gives ``client_id`` with ``client_secret``, or ``private_key_pem`` and
+    ``signing_algorithm`` (private_key_jwt)."""
+    pem = context.get("private_key_pem")
+    auth = ClientCredentialsAuth(
+        context["client_id"], None if pem else context.get("client_secret"),
+        private_key=pem, signing_alg=context.get("signing_algorithm"))
+    async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
+                      mode="auto", auth=auth) as c:
+        tools = await c.list_tools()
+        if tools:
+            result = await c.call_tool(tools[0].name, {})
+            log.info("called %s: %s", tools[0].name, result.text)
+
+
 SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]]] = {
     "initialize": basic,
     "tools_call": basic,
@@ -146,6 +162,8 @@ SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]
     "http-standard-headers": every_tool,
     "http-custom-headers": every_tool,
     "http-invalid-tool-headers": every_tool,
+    "auth/client-credentials-basic": machine,
+    "auth/client-credentials-jwt": machine,
 }
 
 
@@ -159,7 +177,8 @@ def main() -> int:
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
     context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
-    handler = authorized if scenario.startswith("auth/") else SCENARIOS.get(scenario)
+    handler = SCENARIOS.get(scenario) or (authorized if scenario.startswith("auth/")
+                                          else None)
     if handler is None:
         print(f"unsupported scenario {scenario!r}", file=sys.stderr)
         return 1

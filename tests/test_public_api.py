@@ -52,7 +52,7 @@ def test_auth_surface_has_the_client_pieces() -> None:
     import mcpkit.auth
 
     client_side = {"OAuth", "RedirectHandler", "FollowRedirect", "LoopbackRedirect",
-                   "ClientCredentials",
+                   "ClientCredentials", "ClientCredentialsAuth", "PrivateKeyJWT",
                    "TokenStore", "MemoryTokenStore", "FileTokenStore", "Tokens",
                    "AuthorizationFailed"}
     assert client_side <= set(mcpkit.auth.__all__), client_side - set(mcpkit.auth.__all__)

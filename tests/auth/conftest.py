@@ -65,9 +65,17 @@ def oidc_keys() -> list[jwk.Key]:
 
 
 @pytest.fixture(scope="session")
-def oidc(oidc_runtime: tuple[str, Path], oidc_keys: list[jwk.Key]) -> Iterator[OidcProvider]:
+def oidc_machine_key() -> jwk.ECKey:
+    """The private key of oidc-provider's ``machine`` client (private_key_jwt)."""
+    return jwk.ECKey.generate_key("P-256", {"kid": "machine-1", "alg": "ES256"},
+                                  private=True)
+
+
+@pytest.fixture(scope="session")
+def oidc(oidc_runtime: tuple[str, Path], oidc_keys: list[jwk.Key],
+         oidc_machine_key: jwk.ECKey) -> Iterator[OidcProvider]:
     """A running oidc-provider (tests/auth/oidc/server.mjs) for the whole session."""
-    with OidcProvider(*oidc_runtime, oidc_keys) as provider:
+    with OidcProvider(*oidc_runtime, oidc_keys, [oidc_machine_key]) as provider:
         yield provider
 
 

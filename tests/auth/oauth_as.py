@@ -6,7 +6,10 @@ a real uvicorn on loopback (``asgi``, for end to end runs). It serves RFC 8414 m
 an authorization endpoint that redirects straight back with ``code``, ``state`` and
 ``iss`` (like the conformance suite's mock), a token endpoint that checks the PKCE
 verifier, ``redirect_uri``, ``resource`` (equal on both requests) and the client's
-authentication, refresh tokens, RFC 7591 registration and a JWKS. Access tokens are JWTs
+authentication, refresh tokens, RFC 7591 registration and a JWKS. It also grants
+``client_credentials`` (no refresh token) and authenticates ``private_key_jwt`` clients
+(``client_keys``: the assertion's signature, ``iss`` = ``sub`` = the client, ``aud`` =
+the issuer, ``exp`` within 5 minutes, a ``jti`` never seen before). Access tokens are JWTs
 for the requested resource. Knobs on the instance make it misbehave one way at a time;
 every request is counted per path and the authorization and token requests are kept.
 """
@@ -18,6 +21,7 @@ import hashlib
 import secrets
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
@@ -25,6 +29,9 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
 import httpx
 import orjson
 from joserfc import jwk, jwt
+from joserfc.errors import JoseError
+
+ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
 def s256(verifier: str) -> str:
@@ -59,6 +66,10 @@ class AuthServer:
     expires_in: int = 3600
     refresh: bool = True
     clients: dict[str, tuple[str | None, str]] = field(default_factory=dict)  # id -> secret, method
+    client_keys: dict[str, Any] = field(default_factory=dict)  # id -> public key (private_key_jwt)
+    grant_types: list[str] | None = field(default_factory=lambda: [
+        "authorization_code", "refresh_token", "client_credentials"])
+    token_answer: Callable[[], httpx.Response] | None = None  # replaces every token answer
     # what it saw
     hits: Counter[str] = field(default_factory=Counter)
     paths: list[str] = field(default_factory=list)
@@ -68,6 +79,8 @@ class AuthServer:
     registrations: list[dict[str, Any]] = field(default_factory=list)
     grants: dict[str, Grant] = field(default_factory=dict)
     refresh_tokens: dict[str, Grant] = field(default_factory=dict)
+    jtis: set[str] = field(default_factory=set)
+    assertion_problems: list[str] = field(default_factory=list)
 
     @property
     def issuer(self) -> str:
@@ -80,9 +93,10 @@ class AuthServer:
             "token_endpoint": f"{self.base}/token",
             "jwks_uri": f"{self.base}/jwks",
             "response_types_supported": ["code"],
-            "grant_types_supported": ["authorization_code", "refresh_token"],
             "token_endpoint_auth_methods_supported": self.auth_methods,
         }
+        if self.grant_types is not None:
+            doc["grant_types_supported"] = self.grant_types
         if self.pkce_methods is not None:
             doc["code_challenge_methods_supported"] = self.pkce_methods
         if self.iss_supported is not None:
@@ -145,6 +159,8 @@ class AuthServer:
             name, _, password = base64.b64decode(header[6:]).decode().partition(":")
             client_id, secret = unquote_plus(name), unquote_plus(password)
             method = "client_secret_basic"
+        elif "client_assertion" in form or "client_assertion_type" in form:
+            return self._assertion_client(form)
         elif "client_secret" in form:
             client_id, secret, method = form.get("client_id", ""), form["client_secret"], \
                 "client_secret_post"
@@ -157,13 +173,53 @@ class AuthServer:
             return None
         return client_id
 
+    def _assertion_client(self, form: dict[str, str]) -> str | None:
+        """The client a ``private_key_jwt`` assertion proves, or None (and why, kept)."""
+        def refuse(why: str) -> str | None:
+            self.assertion_problems.append(why)
+            return None
+
+        if form.get("client_assertion_type") != ASSERTION_TYPE:
+            return refuse("client_assertion_type")
+        client_id = form.get("client_id", "")
+        key = self.client_keys.get(client_id)
+        if key is None or self.clients.get(client_id) != (None, "private_key_jwt"):
+            return refuse("unknown client")
+        try:
+            token = jwt.decode(form.get("client_assertion", ""), key, algorithms=[
+                "ES256", "ES384", "RS256", "PS256", "Ed25519"])
+        except (JoseError, ValueError) as exc:
+            return refuse(f"signature: {exc}")
+        claims, now = token.claims, time.time()
+        if claims.get("iss") != client_id or claims.get("sub") != client_id:
+            return refuse("iss/sub")
+        if claims.get("aud") != self.issuer:
+            return refuse("aud")
+        exp = claims.get("exp")
+        if not isinstance(exp, int) or not now - 5 < exp < now + 300:
+            return refuse("exp")
+        jti = claims.get("jti")
+        if not isinstance(jti, str) or not jti or jti in self.jtis:
+            return refuse("jti reused")
+        self.jtis.add(jti)
+        return client_id
+
     def _token(self, request: httpx.Request) -> httpx.Response:
         form = dict(parse_qsl(request.content.decode()))
         self.token_requests.append(form)
         client_id = self._client_of(request, form)
         if client_id is None:
             return httpx.Response(401, json={"error": "invalid_client"})
-        if form.get("grant_type") == "authorization_code":
+        if self.token_answer is not None:
+            return self.token_answer()
+        grant: Grant | None
+        if form.get("grant_type") == "client_credentials":
+            if self.grant_types is not None and "client_credentials" not in self.grant_types:
+                return httpx.Response(400, json={"error": "unsupported_grant_type"})
+            grant = Grant(client_id, "", "", form.get("resource"),
+                          tuple(form.get("scope", "").split()) if self.grant_only is None
+                          else self.grant_only)
+        elif form.get("grant_type") == "authorization_code":
             grant = self.grants.pop(form.get("code", ""), None)
             if grant is None or grant.client_id != client_id:
                 return httpx.Response(400, json={"error": "invalid_grant"})
@@ -181,7 +237,9 @@ class AuthServer:
         else:
             return httpx.Response(400, json={"error": "unsupported_grant_type"})
         now = int(time.time())
-        claims = {"iss": self.issuer, "sub": "alice", "aud": grant.resource,
+        assert grant is not None
+        subject = client_id if form.get("grant_type") == "client_credentials" else "alice"
+        claims = {"iss": self.issuer, "sub": subject, "aud": grant.resource,
                   "client_id": client_id, "scope": " ".join(grant.scopes), "iat": now,
                   "exp": now + self.expires_in, "jti": secrets.token_hex(8)}
         token = jwt.encode({"alg": "RS256", "kid": self.key.kid}, claims, self.key,
@@ -189,7 +247,7 @@ class AuthServer:
         answer: dict[str, Any] = {"access_token": token, "token_type": "Bearer",
                                   "expires_in": self.expires_in,
                                   "scope": " ".join(grant.scopes)}
-        if self.refresh:
+        if self.refresh and form.get("grant_type") != "client_credentials":
             rotated = secrets.token_urlsafe(16)
             self.refresh_tokens[rotated] = grant
             answer["refresh_token"] = rotated

@@ -23,6 +23,7 @@ import subprocess
 import tempfile
 import time
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qs, urljoin, urlsplit
@@ -63,10 +64,12 @@ def b64url(data: bytes) -> str:
 class OidcProvider:
     """One running oidc-provider; a context manager. ``issuer`` once started."""
 
-    def __init__(self, node: str, modules: Path, keys: list[jwk.Key]) -> None:
+    def __init__(self, node: str, modules: Path, keys: list[jwk.Key],
+                 machine_keys: Sequence[jwk.Key] = ()) -> None:
         self.node = node
         self.modules = modules
         self.keys = keys
+        self.machine_keys = list(machine_keys)
         self.issuer = ""
         self.port = 0
         self.proc: subprocess.Popen[bytes] | None = None
@@ -76,8 +79,11 @@ class OidcProvider:
     # ------------------------------------------------------------------ process
 
     def __enter__(self) -> OidcProvider:
-        config = {"jwks": {"keys": [k.as_dict(private=True) for k in self.keys]},
-                  "secret": SECRET}
+        config: dict[str, Any] = {
+            "jwks": {"keys": [k.as_dict(private=True) for k in self.keys]}, "secret": SECRET}
+        if self.machine_keys:  # the private_key_jwt client "machine" (public keys only)
+            config["machine_jwks"] = {"keys": [k.as_dict(private=False)
+                                               for k in self.machine_keys]}
         env = {**os.environ, "OIDC_NODE_MODULES": str(self.modules),
                "OIDC_TEST_CONFIG": orjson.dumps(config).decode(), "NODE_NO_WARNINGS": "1"}
         out, err = self._dir / "stdout", self._dir / "stderr"

@@ -21,6 +21,9 @@ The client side (an MCP client getting tokens from an authorization server):
   flow with PKCE, discovery (``client_discovery``), registration and token requests
   (``client_tokens``), the authorization request checks (``client_authorize``), the
   challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
+- :class:`ClientCredentialsAuth` (``client_m2m``): the same discovery and stores for
+  the client credentials grant (no user), with a secret or a :class:`PrivateKeyJWT`
+  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
@@ -45,7 +48,9 @@ from .challenge import bearer_challenge, insufficient_scope, invalid_request, un
 from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_jwt import PrivateKeyJWT
 from .client_loopback import LoopbackRedirect
+from .client_m2m import ClientCredentialsAuth
 from .client_oauth import OAuth
 from .client_store import (
     ClientCredentials,
@@ -75,6 +80,7 @@ __all__ = [
     "BearerAuth",
     "ClaimRules",
     "ClientCredentials",
+    "ClientCredentialsAuth",
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
@@ -85,6 +91,7 @@ __all__ = [
     "MalformedAuthorization",
     "MemoryTokenStore",
     "OAuth",
+    "PrivateKeyJWT",
     "ProtectedResource",
     "RedirectHandler",
     "TokenStore",

@@ -30,7 +30,8 @@ could be fetched and the 2025-03-26 fallback does not apply or fails (the messag
 each URL's problem), its ``resource`` names another
 resource, it lists no usable authorization server, no metadata document of that issuer
 was found, or the metadata lacks ``code_challenge_methods_supported`` with ``S256`` or an
-https (loopback http) authorization or token endpoint.
+https (loopback http) authorization or token endpoint (for the client credentials
+grant, ``interactive=False``: only the token endpoint is required).
 """
 
 from __future__ import annotations
@@ -95,11 +96,13 @@ def resource_for(server: str, declared: Any) -> str:
         f"the protected resource metadata is for {claimed!r}, not for {server!r}; refused")
 
 
-def discover(server: str, resource_metadata: str | None, version: str | None = None
-             ) -> Generator[Step, Any, Discovery]:
+def discover(server: str, resource_metadata: str | None, version: str | None = None, *,
+             interactive: bool = True) -> Generator[Step, Any, Discovery]:
     """Discovery for the MCP server at canonical URI ``server`` (see the module
     docstring); ``resource_metadata``: the URL from the 401 challenge, if any;
-    ``version``: the MCP revision to name in ``MCP-Protocol-Version``."""
+    ``version``: the MCP revision to name in ``MCP-Protocol-Version``;
+    ``interactive``: False for the client credentials grant, which needs neither PKCE
+    nor an authorization endpoint (only the token endpoint is checked)."""
     headers = {"mcp-protocol-version": version} if version else None
     urls = list(protected_resource_metadata_urls(server))
     if resource_metadata:
@@ -116,7 +119,7 @@ def discover(server: str, resource_metadata: str | None, version: str | None = N
         statuses.add(status)
         problems.append(fetched.problem or f"{url} answered HTTP {status}")
     if prm is None and not resource_metadata and statuses == {404}:
-        return (yield from legacy_discovery(server, headers))
+        return (yield from legacy_discovery(server, headers, interactive=interactive))
     if prm is None:
         raise AuthorizationFailed("no protected resource metadata found for "
                                   f"{server!r}: {'; '.join(problems)}")
@@ -129,12 +132,12 @@ def discover(server: str, resource_metadata: str | None, version: str | None = N
         issuer = issuer_url(servers[0])
     except ValueError as exc:
         raise AuthorizationFailed(str(exc)) from None
-    metadata = yield from authorization_server(issuer)
+    metadata = yield from authorization_server(issuer, interactive=interactive)
     return Discovery(resource, issuer, metadata, _strings(prm.get("scopes_supported")))
 
 
-def legacy_discovery(server: str, headers: dict[str, str] | None = None
-                     ) -> Generator[Step, Any, Discovery]:
+def legacy_discovery(server: str, headers: dict[str, str] | None = None, *,
+                     interactive: bool = True) -> Generator[Step, Any, Discovery]:
     """The 2025-03-26 discovery for a server without PRM (see the module docstring)."""
     parts = urlsplit(server)
     issuer = f"{parts.scheme}://{parts.netloc}"  # ``server`` is canonical already
@@ -151,10 +154,11 @@ def legacy_discovery(server: str, headers: dict[str, str] | None = None
                                   or fetched.status != 200 else f"{url} names another issuer")
         raise AuthorizationFailed(f"no protected resource metadata found for {server!r}, "
                                   f"and the 2025-03-26 fallback failed: {why}")
-    return Discovery(server, issuer, checked_metadata(issuer, metadata))
+    return Discovery(server, issuer, checked_metadata(issuer, metadata, interactive))
 
 
-def authorization_server(issuer: str) -> Generator[Step, Any, dict[str, Any]]:
+def authorization_server(issuer: str, *, interactive: bool = True
+                         ) -> Generator[Step, Any, dict[str, Any]]:
     """The checked metadata of ``issuer`` (see the module docstring)."""
     problems: list[str] = []
     for url in authorization_server_metadata_urls(issuer):
@@ -166,19 +170,21 @@ def authorization_server(issuer: str) -> Generator[Step, Any, dict[str, Any]]:
         if fetched.document.get("issuer") != issuer:
             problems.append(f"{url} names another issuer; discarded")
             continue
-        return checked_metadata(issuer, fetched.document)
+        return checked_metadata(issuer, fetched.document, interactive)
     raise AuthorizationFailed(f"no authorization server metadata found for {issuer!r}: "
                               + "; ".join(problems))
 
 
-def checked_metadata(issuer: str, metadata: dict[str, Any]) -> dict[str, Any]:
-    """``metadata`` when it offers PKCE S256 and usable endpoints, else
-    ``AuthorizationFailed``."""
-    if "S256" not in _strings(metadata.get("code_challenge_methods_supported")):
+def checked_metadata(issuer: str, metadata: dict[str, Any], interactive: bool = True
+                     ) -> dict[str, Any]:
+    """``metadata`` when it offers PKCE S256 and usable endpoints (only a usable token
+    endpoint when not ``interactive``), else ``AuthorizationFailed``."""
+    if interactive and "S256" not in _strings(
+            metadata.get("code_challenge_methods_supported")):
         raise AuthorizationFailed(
             f"the authorization server {issuer!r} does not advertise PKCE S256 "
             "(code_challenge_methods_supported); refusing to proceed")
-    for name in ("authorization_endpoint", "token_endpoint"):
+    for name in ("authorization_endpoint", "token_endpoint")[0 if interactive else 1:]:
         value = metadata.get(name)
         try:
             canonical_resource_uri(value if isinstance(value, str) else "")

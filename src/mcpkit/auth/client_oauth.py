@@ -73,6 +73,7 @@ class OAuth(httpx.Auth):
     """
 
     requires_request_body = True  # a request is sent again after authorizing
+    _interactive = True  # discovery checks the parts a user's authorization needs
 
     def __init__(self, handler: RedirectHandler, *, store: TokenStore | None = None,
                  client: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
@@ -142,7 +143,7 @@ class OAuth(httpx.Auth):
         """Discovery, done again on every challenge (the resource may have moved to
         another authorization server since)."""
         known.discovery = yield from discover(server, challenge.resource_metadata,
-                                              known.version)
+                                              known.version, interactive=self._interactive)
         return known.discovery
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,

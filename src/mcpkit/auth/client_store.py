@@ -26,9 +26,12 @@ import threading
 import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
+
+if TYPE_CHECKING:
+    from .client_jwt import PrivateKeyJWT
 
 
 @dataclass(frozen=True)
@@ -54,12 +57,15 @@ class Tokens:
 class ClientCredentials:
     """A client's registration at one authorization server. ``auth_method``: the token
     endpoint client authentication (``none``, ``client_secret_basic``,
-    ``client_secret_post``); ``None`` picks one from the server's metadata."""
+    ``client_secret_post``, ``private_key_jwt``); ``None`` picks one: ``private_key_jwt``
+    with a ``private_key``, else one from the server's metadata. ``private_key`` is
+    never written to a store."""
 
     client_id: str
     client_secret: str | None = None
     auth_method: str | None = None
     redirect_uris: tuple[str, ...] = field(default=())
+    private_key: PrivateKeyJWT | None = field(default=None, compare=False)
 
     def __repr__(self) -> str:
         return f"ClientCredentials(client_id={self.client_id!r})"
@@ -215,7 +221,9 @@ class FileTokenStore:
             if client is None:
                 data["clients"].pop(issuer, None)
             else:
-                entry = asdict(client)
-                entry["redirect_uris"] = list(client.redirect_uris)
+                entry = {"client_id": client.client_id,
+                         "client_secret": client.client_secret,
+                         "auth_method": client.auth_method,
+                         "redirect_uris": list(client.redirect_uris)}
                 data["clients"][issuer] = entry
             self._save(data)

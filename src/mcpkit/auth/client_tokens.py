@@ -7,7 +7,10 @@ Registration (``application_type: native``; the result stored per issuer).
 :func:`exchange_code` and :func:`refresh` make the token requests (``resource``
 always sent) with the client authentication the credentials or the server's
 ``token_endpoint_auth_methods_supported`` call for: ``none`` (``client_id`` in the
-form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding) or ``client_secret_post``.
+form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding), ``client_secret_post`` or
+``private_key_jwt`` (a fresh assertion per request, ``client_jwt``).
+:func:`client_credentials` makes the machine-to-machine token request (RFC 6749 §4.4,
+``grant_type=client_credentials``, the MCP client credentials extension).
 
 Why: an MCP client meets authorization servers it has never seen; the registration order
 and the per-issuer keying come from the specification (2026-07-28: credentials of one
@@ -25,11 +28,13 @@ from __future__ import annotations
 import base64
 import time
 from collections.abc import Generator, Mapping
+from dataclasses import replace
 from typing import Any
 from urllib.parse import quote
 
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery
+from .client_jwt import ASSERTION_TYPE
 from .client_steps import Fetched, Step, exchange_json
 from .client_store import ClientCredentials, Tokens, TokenStore
 
@@ -47,6 +52,8 @@ def auth_method(client: ClientCredentials, discovery: Discovery) -> str:
     """The token endpoint authentication to use for ``client`` at this server."""
     if client.auth_method:
         return client.auth_method
+    if client.private_key is not None:
+        return "private_key_jwt"
     if not client.client_secret:
         return "none"
     supported = _supported_methods(discovery)
@@ -114,7 +121,14 @@ def _with_client_auth(form: dict[str, str], client: ClientCredentials,
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         return {"authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
     form["client_id"] = client.client_id
-    if method == "client_secret_post" and client.client_secret:
+    if method == "private_key_jwt":
+        if client.private_key is None:
+            raise AuthorizationFailed(f"client {client.client_id[:100]!r} authenticates with "
+                                      "private_key_jwt but has no private_key")
+        form["client_assertion_type"] = ASSERTION_TYPE
+        form["client_assertion"] = client.private_key.assertion(client.client_id,
+                                                                discovery.issuer)
+    elif method == "client_secret_post" and client.client_secret:
         form["client_secret"] = client.client_secret
     return {}
 
@@ -171,3 +185,26 @@ def refresh(discovery: Discovery, client: ClientCredentials, tokens: Tokens,
             "resource": discovery.resource}
     fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes)
     return fresh
+
+
+def client_credentials(discovery: Discovery, client: ClientCredentials,
+                       scopes: tuple[str, ...]) -> Generator[Step, Any, Tokens]:
+    """A token for the client itself (RFC 6749 §4.4): ``grant_type=client_credentials``,
+    ``resource`` and ``scopes`` (none sent when empty). No refresh token is kept (a new
+    token is asked for instead). ``AuthorizationFailed`` when refused, or when the
+    server's ``grant_types_supported`` is given and lacks ``client_credentials`` (the
+    credentials are then not sent at all)."""
+    grants = discovery.metadata.get("grant_types_supported")
+    if isinstance(grants, list) and "client_credentials" not in grants:
+        raise AuthorizationFailed(
+            f"the authorization server {discovery.issuer!r} does not list the "
+            "client_credentials grant in grant_types_supported; not asking it")
+    form = {"grant_type": "client_credentials", "resource": discovery.resource}
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    if tokens is None:
+        raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
+                                  f"client credentials of {client.client_id[:100]!r}: "
+                                  f"{problem}")
+    return replace(tokens, refresh_token=None)

@@ -3,7 +3,8 @@
 //
 //   OIDC_NODE_MODULES=<dir with oidc-provider installed> OIDC_TEST_CONFIG='<json>' node server.mjs
 //
-// OIDC_TEST_CONFIG: {"jwks": {"keys": [<private JWKs>]}, "secret": "<client secret>"}.
+// OIDC_TEST_CONFIG: {"jwks": {"keys": [<private JWKs>]}, "secret": "<client secret>",
+//                    "machine_jwks": {"keys": [<public JWKs>]} (optional)}.
 // It listens on a free port of 127.0.0.1, its issuer http://127.0.0.1:<port>, and prints one
 // JSON line {"issuer": ..., "port": ...} once it accepts connections. It stops on SIGTERM.
 //
@@ -18,6 +19,8 @@
 // Clients (every secret is config.secret):
 //   app          client_credentials, authorization_code (+PKCE), refresh_token
 //   short-lived  client_credentials; its access tokens live 2 seconds
+//   machine      client_credentials, authenticated by private_key_jwt with a key of
+//                config.machine_jwks (only when given)
 //   mcp-server   no grant: the resource server, for introspection
 //   cli          a public native client (no secret), authorization_code (+PKCE) and
 //                refresh_token, redirect http://127.0.0.1/callback on any port (RFC 8252)
@@ -77,6 +80,13 @@ const provider = new Provider(issuer, {
       grant_types: ['client_credentials'], response_types: [], redirect_uris: [], scope: SCOPES,
     }),
     client('mcp-server', { grant_types: [], response_types: [], redirect_uris: [] }),
+    ...(config.machine_jwks ? [{
+      client_id: 'machine',
+      token_endpoint_auth_method: 'private_key_jwt',
+      token_endpoint_auth_signing_alg: 'ES256',
+      jwks: config.machine_jwks,
+      grant_types: ['client_credentials'], response_types: [], redirect_uris: [], scope: SCOPES,
+    }] : []),
     {
       client_id: 'cli',
       token_endpoint_auth_method: 'none',
