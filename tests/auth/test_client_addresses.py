@@ -290,3 +290,41 @@ def test_the_whole_flow_refuses_an_authorization_server_that_resolves_to_loopbac
         with pytest.raises(AuthorizationFailed, match=r"the address it reached, 127\.0\.0\.1"):
             http.post(MCP, content=b"read")
     assert hits == []  # refused after the TCP connect, before TLS and the request
+
+
+# ------------------------------------------------- the resource server's side
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize(("issuer", "jwks_uri", "allowed"), [
+    ("https://as.example.com", "https://169.254.169.254/keys", False),
+    ("https://as.example.com", "https://10.0.0.1/keys", False),
+    ("https://as.example.com", "http://localhost:6379/keys", False),
+    ("https://as.example.com", "https://keys.example.net/keys", True),
+    ("https://10.0.0.2", "https://10.0.0.1/keys", True),
+    ("http://127.0.0.1:9000", "http://localhost:9001/keys", True),
+])
+async def test_a_jwks_uri_from_the_metadata_follows_the_rule(
+        issuer: str, jwks_uri: str, allowed: bool) -> None:
+    """The resource server fetches a configured issuer's metadata (trusted as
+    configured) and the ``jwks_uri`` it names (a URL from a fetched document)."""
+    from mcpkit.auth import Fetcher, VerifierUnavailable
+    from mcpkit.auth.jwks import KeySource
+
+    seen: list[str] = []
+
+    def route(request: httpx.Request) -> httpx.Response:
+        seen.append(str(request.url))
+        if request.url.path.startswith("/.well-known/"):
+            return httpx.Response(200, json={"issuer": issuer, "jwks_uri": jwks_uri})
+        return httpx.Response(200, json={"keys": []})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(route)) as http:
+        source = KeySource(Fetcher(client=http, allow_http=True), issuer=issuer)
+        with pytest.raises(VerifierUnavailable) as failure:
+            await source.key_for("k1", "RS256")
+    assert (jwks_uri in seen) is allowed
+    if not allowed:
+        assert "names jwks_uri" in str(failure.value) and jwks_uri in str(failure.value)
+    else:
+        assert "no usable key" in str(failure.value)
