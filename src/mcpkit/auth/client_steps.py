@@ -18,6 +18,12 @@ within the origin asked (a client that followed them itself must have ended in t
 origin) and decodes
 a JSON object.
 
+:class:`AddressGuard` holds every :class:`Fetch` of a flow to the address rule of
+``addresses`` (no private, loopback or link-local address the MCP server is not on): the
+pumps pass each fetch's request through :meth:`AddressGuard.guard` before sending it
+(its host, and a hook on the address its connection reaches), :meth:`AddressGuard.check`
+its response, and :meth:`AddressGuard.learn` the MCP server's own responses.
+
 Why: httpx drives ``httpx.Auth`` flows with a synchronous and an asynchronous pump; the
 flow stays free of I/O so both work, and the pumps own the parts that differ (reading a
 body, waiting for a user, locking).
@@ -28,7 +34,9 @@ back as :class:`Fetched` with ``document=None`` and ``problem`` saying why, so
 discovery can move on to the next URL. A body over the size limit or slower than the
 deadline makes the pump raise :class:`~mcpkit.protocol.errors.AuthorizationFailed`
 (the whole request fails); a transport error (no connection, a timeout) surfaces as
-httpx raises it.
+httpx raises it. A fetch the address rule refuses raises ``AuthorizationFailed`` naming
+the URL and the reason, before the request is sent (or, for a pooled connection, before
+its answer is read).
 """
 
 from __future__ import annotations
