@@ -54,7 +54,7 @@ def test_auth_surface_has_the_client_pieces() -> None:
     client_side = {"OAuth", "RedirectHandler", "FollowRedirect", "LoopbackRedirect",
                    "ClientCredentials", "ClientCredentialsAuth", "PrivateKeyJWT",
                    "TokenStore", "MemoryTokenStore", "FileTokenStore", "Tokens",
-                   "AuthorizationFailed"}
+                   "AuthorizationFailed", "HostClass", "classify_host"}
     assert client_side <= set(mcpkit.auth.__all__), client_side - set(mcpkit.auth.__all__)
     for name in mcpkit.auth.__all__:
         obj = getattr(mcpkit.auth, name)

@@ -28,7 +28,8 @@ The client side (an MCP client getting tokens from an authorization server):
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
   :class:`FileTokenStore`, :class:`Tokens`, :class:`ClientCredentials`
-  (``client_store``).
+  (``client_store``); :class:`HostClass` and :func:`classify_host` (``addresses``): the
+  address rule the client's fetches follow (``OAuth(allow_private_networks=...)``).
 
 The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 :class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
@@ -43,6 +44,7 @@ from ..protocol.errors import (
     VerifierUnavailable,
 )
 from .access_token import AccessToken
+from .addresses import HostClass, classify_host
 from .bearer import parse_authorization
 from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
 from .claims import Audience, ClaimRules
@@ -84,6 +86,7 @@ __all__ = [
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
+    "HostClass",
     "IntrospectionVerifier",
     "InvalidToken",
     "JWTVerifier",
@@ -100,6 +103,7 @@ __all__ = [
     "VerifierUnavailable",
     "bearer_challenge",
     "canonical_resource_uri",
+    "classify_host",
     "insufficient_scope",
     "invalid_request",
     "parse_bearer_challenge",

@@ -44,7 +44,7 @@ from .client_authorize import AuthorizationAttempt
 from .client_callback import RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_discovery import Discovery, discover
-from .client_steps import Exclusive, Fetch, Flow, Interact, Step
+from .client_steps import AddressGuard, Exclusive, Fetch, Flow, Interact, Step
 from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 from .client_tokens import exchange_code, refresh, register
 from .urls import canonical_resource_uri
@@ -70,6 +70,8 @@ class OAuth(httpx.Auth):
     ``max_step_ups``: re-authorizations per request on 403 ``insufficient_scope``.
     ``scopes``: the scopes to ask for instead of the challenged (or advertised) ones; a
     403 ``insufficient_scope`` still adds the ones the server names.
+    ``allow_private_networks``: also fetch from private and loopback addresses that the
+    MCP server is not on (see ``addresses``; link-local ones stay refused).
     """
 
     requires_request_body = True  # a request is sent again after authorizing
@@ -79,7 +81,8 @@ class OAuth(httpx.Auth):
                  client: ClientCredentials | Mapping[str, ClientCredentials] | None = None,
                  client_metadata_url: str | None = None, client_name: str = "mcpkit",
                  max_step_ups: int = 2, offline_access: bool = True,
-                 scopes: Iterable[str] | None = None) -> None:
+                 scopes: Iterable[str] | None = None,
+                 allow_private_networks: bool = False) -> None:
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be >= 0")
         self.handler = handler
@@ -90,6 +93,7 @@ class OAuth(httpx.Auth):
         self.max_step_ups = max_step_ups
         self.offline_access = offline_access
         self.scopes = tuple(scopes) if scopes is not None else None
+        self.allow_private_networks = allow_private_networks
         self._servers: dict[str, _Server] = {}
         self._thread_lock = threading.Lock()
         self._task_lock: anyio.Lock | None = None
@@ -198,6 +202,8 @@ class OAuth(httpx.Auth):
         """The flow for ``httpx.Client``."""
         request.read()
         flow = self._flow(request)
+        guard = AddressGuard.for_server(request.url,
+                                        allow_private_networks=self.allow_private_networks)
         held = False
         try:
             step = next(flow)
@@ -211,11 +217,13 @@ class OAuth(httpx.Auth):
                 elif isinstance(step, Interact):
                     reply = anyio.run(self.handler.authorize, step.url)
                 elif isinstance(step, Fetch):
-                    reply = yield step.request
+                    reply = yield guard.guard(step.request)
+                    guard.check(step.request, reply)
                     _bound(reply, step)
                     reply.read()
                 else:
                     reply = yield step
+                    guard.learn(reply)
                 step = flow.send(reply)
         except StopIteration:
             return
@@ -231,6 +239,8 @@ class OAuth(httpx.Auth):
         if self._task_lock is None:
             self._task_lock = anyio.Lock()
         flow = self._flow(request)
+        guard = AddressGuard.for_server(request.url,
+                                        allow_private_networks=self.allow_private_networks)
         held = False
         try:
             step = next(flow)
@@ -244,11 +254,13 @@ class OAuth(httpx.Auth):
                 elif isinstance(step, Interact):
                     reply = await self.handler.authorize(step.url)
                 elif isinstance(step, Fetch):
-                    reply = yield step.request
+                    reply = yield guard.guard(step.request, asynchronous=True)
+                    guard.check(step.request, reply)
                     _bound(reply, step)
                     await reply.aread()
                 else:
                     reply = yield step
+                    guard.learn(reply)
                 step = flow.send(reply)
         except StopIteration:
             return

@@ -18,6 +18,12 @@ within the origin asked (a client that followed them itself must have ended in t
 origin) and decodes
 a JSON object.
 
+:class:`AddressGuard` holds every :class:`Fetch` of a flow to the address rule of
+``addresses`` (no private, loopback or link-local address the MCP server is not on): the
+pumps pass each fetch's request through :meth:`AddressGuard.guard` before sending it
+(its host, and a hook on the address its connection reaches), :meth:`AddressGuard.check`
+its response, and :meth:`AddressGuard.learn` the MCP server's own responses.
+
 Why: httpx drives ``httpx.Auth`` flows with a synchronous and an asynchronous pump; the
 flow stays free of I/O so both work, and the pumps own the parts that differ (reading a
 body, waiting for a user, locking).
@@ -28,19 +34,23 @@ back as :class:`Fetched` with ``document=None`` and ``problem`` saying why, so
 discovery can move on to the next URL. A body over the size limit or slower than the
 deadline makes the pump raise :class:`~mcpkit.protocol.errors.AuthorizationFailed`
 (the whole request fails); a transport error (no connection, a timeout) surfaces as
-httpx raises it.
+httpx raises it. A fetch the address rule refuses raises ``AuthorizationFailed`` naming
+the URL and the reason, before the request is sent (or, for a pooled connection, before
+its answer is read).
 """
 
 from __future__ import annotations
 
 from collections.abc import Generator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
 import httpx
 import orjson
 
+from ..protocol.errors import AuthorizationFailed
+from .addresses import HostClass, classify_address, classify_host, refusal
 from .urls import origin_of
 
 DEFAULT_TIMEOUT = 10.0
@@ -128,3 +138,87 @@ def exchange_json(method: str, url: str, *, form: Mapping[str, str] | None = Non
             return Fetched(response, None, f"{url} answered no JSON object")
         return Fetched(response, document)
     return Fetched(None, None, f"{url}: more than {MAX_REDIRECTS} redirects")
+
+
+def _peer(stream: Any) -> str | None:
+    """The address a network stream (``response.extensions["network_stream"]``, a
+    ``connect_tcp`` trace's return value) is connected to, or None if unknown."""
+    try:
+        address = stream.get_extra_info("server_addr")
+    except (AttributeError, OSError):  # no stream (a mock transport), a closed socket
+        return None
+    if isinstance(address, tuple) and address and isinstance(address[0], str):
+        return address[0]
+    return None
+
+
+@dataclass
+class AddressGuard:
+    """The address rule (``addresses``) for the fetches of one flow.
+
+    ``server``: the classes of the MCP server, from its URL's host (a name counts as
+    public) and, once :meth:`learn` has seen its response, the address it connected to.
+    :meth:`guard` checks a fetch's URL before it is sent (literal addresses, ``localhost``
+    names) and hooks httpcore's ``trace`` extension so that the address a connection for
+    it reached is checked right after the TCP connect, before a byte is sent (names,
+    DNS rebinding); :meth:`check` looks again at the connection the response came on (a
+    pooled connection opened earlier). A refusal raises ``AuthorizationFailed`` naming
+    the URL and the reason. Through an HTTP proxy every connection reaches the proxy:
+    the rule then compares the proxy with itself, and the proxy must enforce its own.
+    """
+
+    server: set[HostClass] = field(default_factory=set)
+    allow_private_networks: bool = False
+
+    @classmethod
+    def for_server(cls, url: httpx.URL, *,
+                   allow_private_networks: bool = False) -> AddressGuard:
+        return cls({classify_host(url.host) or HostClass.PUBLIC}, allow_private_networks)
+
+    def learn(self, response: httpx.Response) -> None:
+        """Count the address the MCP server's ``response`` came from as the server's."""
+        peer = _peer(response.extensions.get("network_stream"))
+        if peer is not None:
+            self.server.add(classify_address(peer))
+
+    def _reason(self, url: Any, target: HostClass | None, where: str) -> str | None:
+        reason = refusal(target or HostClass.PUBLIC, self.server,
+                         allow_private_networks=self.allow_private_networks)
+        return None if reason is None else f"refused to fetch {url}: {where} is {reason}"
+
+    def guard(self, request: httpx.Request, *, asynchronous: bool = False) -> httpx.Request:
+        """``request`` checked and hooked (see the class docstring)."""
+        url = request.url
+        problem = self._reason(url, classify_host(url.host), "its host")
+        if problem is not None:
+            raise AuthorizationFailed(problem)
+
+        def refused(name: str, info: dict[str, Any]) -> tuple[Any, str] | None:
+            if name != "connection.connect_tcp.complete":
+                return None
+            stream = info.get("return_value")
+            peer = _peer(stream)
+            problem = None if peer is None else self._reason(
+                url, classify_address(peer), f"the address it reached, {peer},")
+            return None if problem is None else (stream, problem)
+
+        def trace(name: str, info: dict[str, Any]) -> None:
+            if (found := refused(name, info)) is not None:
+                found[0].close()
+                raise AuthorizationFailed(found[1])
+
+        async def atrace(name: str, info: dict[str, Any]) -> None:
+            if (found := refused(name, info)) is not None:
+                await found[0].aclose()
+                raise AuthorizationFailed(found[1])
+
+        request.extensions["trace"] = atrace if asynchronous else trace
+        return request
+
+    def check(self, request: httpx.Request, response: httpx.Response) -> None:
+        """Refuse ``response`` when its connection reached a refused address."""
+        peer = _peer(response.extensions.get("network_stream"))
+        problem = None if peer is None else self._reason(
+            request.url, classify_address(peer), f"the address it reached, {peer},")
+        if problem is not None:
+            raise AuthorizationFailed(problem)

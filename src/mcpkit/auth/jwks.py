@@ -7,6 +7,12 @@ cached; it is fetched again when it is older than ``max_age``, or when a token n
 key it lacks -- at most once per ``refresh_interval``, however many such tokens arrive:
 concurrent misses wait for the one fetch in flight instead of starting their own.
 
+A ``jwks_uri`` read from the metadata (a URL from a fetched document, not from the
+configuration) follows the client's address rule (``addresses``) with the issuer in the
+place of the MCP server: a literal private, loopback or link-local address, or a
+``localhost`` name, is refused unless the issuer's own host is of that class (names are
+not resolved for this check). A configured ``jwks_uri`` is trusted as it is.
+
 A key set may also be given up front (``jwks=``, a JWKS document): the keys of an issuer
 that publishes none, or keys pinned by configuration. It is never fetched nor refreshed; a
 token naming a key outside it is refused.
@@ -34,6 +40,7 @@ import logging
 import time
 from collections.abc import Mapping
 from typing import Any
+from urllib.parse import urlsplit
 
 import anyio
 from joserfc import jwk
@@ -41,6 +48,7 @@ from joserfc.errors import JoseError
 from joserfc.jws import JWSRegistry
 
 from ..protocol.errors import InvalidToken, VerifierUnavailable
+from .addresses import HostClass, classify_host, refusal
 from .discovery import authorization_server_metadata
 from .fetch import Fetcher
 
@@ -130,6 +138,7 @@ class KeySource:
             uri = metadata.get("jwks_uri")
             if not isinstance(uri, str):
                 raise VerifierUnavailable(f"the metadata of {self.issuer!r} has no jwks_uri")
+            _check_followed(uri, self.issuer)
             self.jwks_uri = uri
         document = await self.fetcher.get_json(self.jwks_uri, what="JWKS")
         if not isinstance(document.get("keys"), list):
@@ -139,6 +148,18 @@ class KeySource:
             raise VerifierUnavailable(f"the JWKS at {self.jwks_uri!r} has no usable key")
         log.debug("fetched %d signing keys of %s", len(keys), self.issuer)
         return keys
+
+
+def _check_followed(uri: str, issuer: str) -> None:
+    """Refuse a ``jwks_uri`` from ``issuer``'s metadata on an address of a class the
+    issuer is not in (see the module docstring)."""
+    def host_class(url: str) -> HostClass:
+        return classify_host(urlsplit(url).hostname or "") or HostClass.PUBLIC
+
+    target = host_class(uri)
+    if refusal(target, {host_class(issuer)}) is not None:
+        raise VerifierUnavailable(f"the metadata of {issuer!r} names jwks_uri {uri!r}, on a "
+                                  f"{target.value} address, and the issuer is not on one")
 
 
 def _usable_keys(document: Mapping[str, Any]) -> list[jwk.Key]:
