@@ -22,9 +22,18 @@ from typing import Generic, TypeVar
 V = TypeVar("V")
 
 
-def token_key(token: str) -> bytes:
-    """The cache key of a token: its SHA-256 digest."""
-    return hashlib.sha256(token.encode("utf-8", "surrogatepass")).digest()
+def token_key(token: str | bytes) -> bytes:
+    """The cache key of a token (or of a raw header value carrying one): its SHA-256."""
+    data = token if isinstance(token, bytes) else token.encode("utf-8", "surrogatepass")
+    return hashlib.sha256(data).digest()
+
+
+def within_expiry(ttl: float, expires_at: float | None, now: float | None = None) -> float:
+    """``ttl`` shortened so that an entry for a token never outlives the token's
+    ``expires_at`` (seconds since the epoch; None: no expiry). ``now``: ``time.time()``."""
+    if expires_at is None:
+        return ttl
+    return min(ttl, expires_at - (time.time() if now is None else now))
 
 
 class TokenCache(Generic[V]):

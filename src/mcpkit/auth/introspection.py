@@ -34,7 +34,7 @@ from urllib.parse import quote_plus
 
 from ..protocol.errors import InvalidToken, VerifierUnavailable
 from .access_token import AccessToken
-from .cache import TokenCache, token_key
+from .cache import TokenCache, token_key, within_expiry
 from .claims import Audience, ClaimRules
 from .fetch import ErrorAnswer, Fetcher
 from .verifier import DEFAULT_MAX_TOKEN_LENGTH
@@ -109,10 +109,7 @@ class IntrospectionVerifier:
         except InvalidToken as exc:
             self.cache.put(key, exc.description, self.inactive_ttl)
             raise
-        ttl = self.cache_ttl
-        if access.expires_at is not None:
-            ttl = min(ttl, access.expires_at - now)
-        self.cache.put(key, access, ttl)
+        self.cache.put(key, access, within_expiry(self.cache_ttl, access.expires_at, now))
         return access
 
     async def _introspect(self, token: str) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from joserfc.errors import JoseError
 
 from ..protocol.errors import InvalidToken
 from .access_token import AccessToken
-from .cache import TokenCache, token_key
+from .cache import TokenCache, token_key, within_expiry
 from .claims import Audience, ClaimRules
 from .fetch import Fetcher
 from .jwks import KeySource
@@ -112,8 +112,7 @@ class JWTVerifier:
             if cached is not None:
                 return cached
             access = await self._verify(token)
-            assert access.expires_at is not None  # complete=True: exp is required
-            self.cache.put(key, access, min(self.cache_ttl, access.expires_at - time.time()))
+            self.cache.put(key, access, within_expiry(self.cache_ttl, access.expires_at))
             return access
         return await self._verify(token)
 

@@ -38,9 +38,7 @@ An exception raised by the wrapped app propagates unchanged.
 
 from __future__ import annotations
 
-import hashlib
 import logging
-import time
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 from urllib.parse import parse_qsl
@@ -56,6 +54,7 @@ from ..protocol.errors import (
 from ..protocol.scopes import check_scopes
 from .access_token import AccessToken
 from .bearer import parse_authorization
+from .cache import TokenCache, token_key, within_expiry
 from .challenge import insufficient_scope, invalid_request, unauthorized
 from .metadata import ProtectedResource
 from .verifier import TokenVerifier
@@ -95,9 +94,8 @@ class BearerAuth:
         if isinstance(own, int | float) and own >= 0:
             reuse_seconds = min(reuse_seconds, float(own))
         self.reuse_seconds = reuse_seconds
-        # SHA-256 of a verified header value -> (monotonic deadline, its principal): a
-        # digest, so no token is kept (as in TokenCache)
-        self._recent: dict[bytes, tuple[float, AccessToken]] = {}
+        # verified header values (by their SHA-256: no token is kept) -> their principal
+        self._recent: TokenCache[AccessToken] = TokenCache(REUSE_ENTRIES)
         self.app = app
         self.resource = resource
         self.verifier = verifier
@@ -121,10 +119,10 @@ class BearerAuth:
         except MalformedAuthorization as exc:
             await self._refused(send, exc)
             return
-        key = hashlib.sha256(raw).digest() if raw is not None and self.reuse_seconds else None
+        key = token_key(raw) if raw is not None and self.reuse_seconds else None
         seen = self._recent.get(key) if key is not None else None
-        if seen is not None and seen[0] > time.monotonic():
-            access = seen[1]
+        if seen is not None:
+            access = seen
         else:
             verified = await self._verify(send, raw, key)
             if verified is None:
@@ -159,15 +157,7 @@ class BearerAuth:
             await self._refused(send, exc)
             return None
         if key is not None:
-            now = time.monotonic()
-            until = now + self.reuse_seconds
-            if access.expires_at is not None:
-                until = min(until, now + access.expires_at - time.time())
-            if len(self._recent) >= REUSE_ENTRIES:
-                self._recent = {k: v for k, v in self._recent.items() if v[0] > now}
-                if len(self._recent) >= REUSE_ENTRIES:
-                    self._recent.clear()
-            self._recent[key] = (until, access)
+            self._recent.put(key, access, within_expiry(self.reuse_seconds, access.expires_at))
         return access
 
     async def _refused(self, send: Send, exc: AuthError | VerifierUnavailable) -> None:
