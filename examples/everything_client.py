@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
+import httpx
 
 from mcpkit.auth import ClientCredentials, ClientCredentialsAuth, FollowRedirect, OAuth
 from mcpkit.client import Client
@@ -124,12 +125,7 @@ async def authorized(url: str, version: str | None, context: dict[str, Any]) -> 
         client = ClientCredentials(context["client_id"], context.get("client_secret"))
     auth = OAuth(FollowRedirect("http://localhost:3000/callback"), client=client,
                  client_metadata_url=CIMD_URL, client_name="mcpkit-conformance-client")
-    async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
-                      mode="auto", auth=auth) as c:
-        tools = await c.list_tools()
-        if tools:
-            result = await c.call_tool(tools[0].name, {})
-            log.info("called %s: %s", tools[0].name, result.text)
+    await call_first_tool(url, version, auth)
 
 
 async def machine(url: str, version: str | None, context: dict[str, Any]) -> None:
@@ -140,6 +136,11 @@ async def machine(url: str, version: str | None, context: dict[str, Any]) -> Non
     auth = ClientCredentialsAuth(
         context["client_id"], None if pem else context.get("client_secret"),
         private_key=pem, signing_alg=context.get("signing_algorithm"))
+    await call_first_tool(url, version, auth)
+
+
+async def call_first_tool(url: str, version: str | None, auth: httpx.Auth) -> None:
+    """Connect with ``auth``, list the tools and call the first one without arguments."""
     async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
                       mode="auto", auth=auth) as c:
         tools = await c.list_tools()
