@@ -19,7 +19,6 @@ import anyio
 import pytest
 from joserfc import jwk
 
-from mcpkit import Context, Server
 from mcpkit.auth import (
     Auth,
     AuthorizationFailed,
@@ -32,43 +31,20 @@ from mcpkit.client import Client
 from tests.support.http import LiveServer
 from tests.support.oidc import SECRET, OidcProvider
 
+from .notes_server import notes_server, served_at_own_url
+
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SCOPES = ["notes:read", "notes:write"]
-
-
-class LateApp:
-    """An ASGI app set after ``LiveServer`` picked the port (the resource is its URL)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
-def make_server() -> Server:
-    server = Server("notes")
-
-    @server.tool
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        """Who is calling, as the verified token says."""
-        access = ctx.auth
-        assert access is not None
-        return {"subject": access.subject, "client_id": access.client_id,
-                "scopes": sorted(access.scopes), "audience": list(access.audience)}
-
-    return server
+WHOAMI = ("subject", "client_id", "scopes", "audience")
 
 
 @pytest.fixture(scope="module")
 def notes(oidc: OidcProvider) -> Iterator[LiveServer]:
-    late = LateApp()
-    live = LiveServer(late)
-    late.app = make_server().asgi_app(auth=Auth(
-        JWTVerifier(issuer=oidc.issuer, audience=live.url, leeway=0),  # see the last test
-        resource=ProtectedResource(live.url, [oidc.issuer], scopes_supported=SCOPES),
-        required_scopes=["notes:read"]))
-    with live:
+    with served_at_own_url(lambda url: notes_server(WHOAMI).asgi_app(auth=Auth(
+            JWTVerifier(issuer=oidc.issuer, audience=url, leeway=0),  # see the last test
+            resource=ProtectedResource(url, [oidc.issuer], scopes_supported=SCOPES),
+            required_scopes=["notes:read"]))) as live:
         yield live
 
 

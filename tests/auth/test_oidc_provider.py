@@ -29,7 +29,6 @@ import orjson
 import pytest
 from joserfc import jwk, jws
 
-from mcpkit import Context, Server
 from mcpkit.auth import Auth, IntrospectionVerifier, JWTVerifier, ProtectedResource
 from mcpkit.client import Client
 from tests.support.http import LiveServer, McpHttp
@@ -44,34 +43,16 @@ from tests.support.oidc import (
 )
 
 # The first test's setup may install Node.js and oidc-provider into the cache.
+from .notes_server import notes_server
+
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SCOPES = ["notes:read", "notes:write"]
-
-
-def make_server() -> Server:
-    server = Server("notes")
-
-    @server.tool
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        """Who is calling, as the verified token says."""
-        access = ctx.auth
-        assert access is not None
-        return {"subject": access.subject, "client_id": access.client_id,
-                "scopes": sorted(access.scopes), "issuer": access.issuer,
-                "audience": list(access.audience), "expires_at": access.expires_at,
-                "claims": sorted(access.claims)}
-
-    @server.tool(scopes=["notes:write"])
-    async def write_note(text: str, ctx: Context) -> str:
-        """Needs notes:write."""
-        return f"saved {text} for {ctx.auth.subject if ctx.auth else None}"
-
-    return server
+WHOAMI = ("subject", "client_id", "scopes", "issuer", "audience", "expires_at", "claims")
 
 
 def protect(verifier: Any, oidc: OidcProvider, resource: str) -> Any:
-    return make_server().asgi_app(auth=Auth(
+    return notes_server(WHOAMI).asgi_app(auth=Auth(
         verifier, resource=ProtectedResource(resource, [oidc.issuer],
                                              scopes_supported=SCOPES)))
 

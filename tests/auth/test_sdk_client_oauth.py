@@ -40,56 +40,26 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared._httpx_utils import create_mcp_http_client
 from mcp.shared.auth import OAuthClientInformationFull, OAuthClientMetadata, OAuthToken
 
-from mcpkit import Context, Server
 from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
 from tests.support.http import LiveServer
 from tests.support.oidc import OidcProvider
 
+from .notes_server import notes_server, served_at_own_url
+
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(300)]
 
 SCOPES = ["notes:read", "notes:write"]
+WHOAMI = ("subject", "client_id", "scopes", "issuer", "audience")
 REDIRECT_URI = "http://127.0.0.1:9/callback"  # never contacted: the browser stops there
 STEP_SECONDS = 30.0
 
 
-def make_server() -> Server:
-    server = Server("notes")
-
-    @server.tool
-    async def whoami(ctx: Context) -> dict[str, Any]:
-        """Who is calling, as the verified token says."""
-        access = ctx.auth
-        assert access is not None
-        return {"subject": access.subject, "client_id": access.client_id,
-                "scopes": sorted(access.scopes), "issuer": access.issuer,
-                "audience": list(access.audience)}
-
-    @server.tool(scopes=["notes:write"])
-    async def write_note(text: str, ctx: Context) -> str:
-        """Needs notes:write."""
-        return f"saved {text} for {ctx.auth.subject if ctx.auth else None}"
-
-    return server
-
-
-class LateApp:
-    """An ASGI app set after ``LiveServer`` picked the port (the resource is its URL)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
 def protected(oidc: OidcProvider, required_scopes: list[str]) -> Iterator[LiveServer]:
     """An mcpkit server on loopback whose resource is its own URL."""
-    late = LateApp()
-    live = LiveServer(late)
-    verifier = JWTVerifier(issuer=oidc.issuer, audience=live.url)
-    late.app = make_server().asgi_app(auth=Auth(
-        verifier, resource=ProtectedResource(live.url, [oidc.issuer], scopes_supported=SCOPES),
-        required_scopes=required_scopes))
-    with live:
+    with served_at_own_url(lambda url: notes_server(WHOAMI).asgi_app(auth=Auth(
+            JWTVerifier(issuer=oidc.issuer, audience=url),
+            resource=ProtectedResource(url, [oidc.issuer], scopes_supported=SCOPES),
+            required_scopes=required_scopes))) as live:
         yield live
 
 

@@ -1,0 +1,57 @@
+"""The protected notes server the end-to-end authorization tests serve, and a way to serve
+an app whose OAuth resource is its own loopback URL.
+
+``notes_server(fields)``: a ``Server`` with ``whoami`` (the verified token's ``fields``,
+as ``ctx.auth`` gives them) and ``write_note`` (needs ``notes:write``).
+``served_at_own_url(build)``: a ``LiveServer`` whose app is ``build(url)``, made once the
+port is known (a resource URI must be the URL the server is reached at).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from mcpkit import Context, Server
+from tests.support.http import LiveServer
+
+
+def notes_server(fields: Sequence[str]) -> Server:
+    server = Server("notes")
+
+    @server.tool
+    async def whoami(ctx: Context) -> dict[str, Any]:
+        """Who is calling, as the verified token says."""
+        access = ctx.auth
+        assert access is not None
+        seen = {"subject": access.subject, "client_id": access.client_id,
+                "scopes": sorted(access.scopes), "issuer": access.issuer,
+                "audience": list(access.audience), "expires_at": access.expires_at,
+                "claims": sorted(access.claims)}
+        return {name: seen[name] for name in fields}
+
+    @server.tool(scopes=["notes:write"])
+    async def write_note(text: str, ctx: Context) -> str:
+        """Needs notes:write."""
+        return f"saved {text} for {ctx.auth.subject if ctx.auth else None}"
+
+    return server
+
+
+class _LateApp:
+    """An ASGI app set after ``LiveServer`` picked the port."""
+
+    app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
+@contextmanager
+def served_at_own_url(build: Callable[[str], Any]) -> Iterator[LiveServer]:
+    late = _LateApp()
+    live = LiveServer(late)
+    late.app = build(live.url)
+    with live:
+        yield live
