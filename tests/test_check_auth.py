@@ -48,7 +48,7 @@ from mcpkit.check.matrix_auth import M031
 from mcpkit.check.model import Report
 from mcpkit.check.wire import WireLog
 from tests.auth.idp import IdP
-from tests.support.http import LiveServer, free_port
+from tests.support.http import LiveServer, answer_lifespan, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -78,9 +78,7 @@ class AuthServer:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         if scope["path"] != "/.well-known/oauth-authorization-server":
             await _json(send, 404, {"error": "not found"})

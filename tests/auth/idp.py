@@ -23,6 +23,8 @@ from urllib.parse import parse_qsl
 import orjson
 from joserfc import jwk, jwt
 
+from tests.support.http import answer_lifespan, read_body
+
 CLIENT_ID = "mcp-server"
 CLIENT_SECRET = "s3cret:with/odd chars"
 RESOURCE = "https://mcp.example.com/mcp"
@@ -99,9 +101,7 @@ class IdP:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
         path = scope["path"]
         self.hits[path] += 1
@@ -145,12 +145,7 @@ class IdP:
         return {"keys": [k.as_dict(private=False) for k in self.published]}
 
     async def _introspect(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         form = dict(parse_qsl(body.decode()))
         self.introspection_bodies.append(form)
         headers = {k.decode().lower(): v.decode() for k, v in scope["headers"]}

@@ -31,6 +31,8 @@ import orjson
 from joserfc import jwk, jwt
 from joserfc.errors import JoseError
 
+from tests.support.http import answer_lifespan, read_body
+
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
 
 
@@ -269,16 +271,9 @@ class AuthServer:
 
     async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
         if scope["type"] == "lifespan":
-            while (await receive())["type"] != "lifespan.shutdown":
-                await send({"type": "lifespan.startup.complete"})
-            await send({"type": "lifespan.shutdown.complete"})
+            await answer_lifespan(receive, send)
             return
-        body = b""
-        while True:
-            message = await receive()
-            body += message.get("body", b"")
-            if not message.get("more_body"):
-                break
+        body = await read_body(receive)
         query = scope.get("query_string", b"").decode()
         url = f"{self.base}{quote(scope['path'])}" + (f"?{query}" if query else "")
         request = httpx.Request(scope["method"], url, content=body,

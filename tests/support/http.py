@@ -66,6 +66,13 @@ def everything_server() -> Any:
 _counter = itertools.count()
 
 
+async def answer_lifespan(receive: Callable[[], Any], send: Callable[[Any], Any]) -> None:
+    """Answer an ASGI lifespan scope: start-up and shutdown complete, nothing to do."""
+    while (await receive())["type"] != "lifespan.shutdown":
+        await send({"type": "lifespan.startup.complete"})
+    await send({"type": "lifespan.shutdown.complete"})
+
+
 async def read_body(receive: Callable[[], Any]) -> bytes:
     """The whole body of an ASGI HTTP request."""
     body = b""
