@@ -48,7 +48,7 @@ from mcpkit.check.matrix_auth import M031
 from mcpkit.check.model import Report
 from mcpkit.check.wire import WireLog
 from tests.auth.idp import IdP
-from tests.support.http import LiveServer, answer_lifespan, free_port
+from tests.support.http import LateApp, LiveServer, answer_lifespan, free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -110,15 +110,6 @@ def idp(issuer: tuple[IdP, AuthServer]) -> Iterator[IdP]:
     issuer[1].issuer = ""
 
 
-class Late:
-    """An ASGI app set once the server's URL is known (the resource is that URL)."""
-
-    app: Asgi
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
-
-
 def notes() -> Server:
     server = Server("notes")
 
@@ -150,7 +141,7 @@ def protected(idp: IdP, *, resource: Callable[[str], str] | None = None,
     """``notes()`` as a protected resource on loopback, its resource its own URL unless
     ``resource(url)`` says otherwise; ``wrap`` puts a layer in front, ``verifier(url)``
     replaces the JWT verifier."""
-    late = Late()
+    late = LateApp()
     live = LiveServer(late)
     check = (verifier(live.url) if verifier is not None else
              JWTVerifier(issuer=idp.issuer, audience=live.url, jwks=idp.key_set()))
@@ -392,7 +383,7 @@ def test_unreachable_authorization_server_is_untestable_not_failed(idp: IdP) -> 
     port = free_port()  # nothing listens there
     def elsewhere(url: str) -> Any:
         return JWTVerifier(issuer=idp.issuer, audience=url, jwks=idp.key_set())
-    late = Late()
+    late = LateApp()
     live = LiveServer(late)
     late.app = notes().asgi_app(auth=Auth(elsewhere(live.url), resource=ProtectedResource(
         live.url, [f"http://127.0.0.1:{port}"]), required_scopes=["notes:read"]))

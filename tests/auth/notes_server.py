@@ -1,8 +1,9 @@
 """The protected notes server the end-to-end authorization tests serve, and a way to serve
 an app whose OAuth resource is its own loopback URL.
 
-``notes_server(fields)``: a ``Server`` with ``whoami`` (the verified token's ``fields``,
-as ``ctx.auth`` gives them) and ``write_note`` (needs ``notes:write``).
+``adding_server()``: one tool, ``add``. ``notes_server(fields)``: a ``Server`` with
+``whoami`` (the verified token's ``fields``, as ``ctx.auth`` gives them) and
+``write_note`` (needs ``notes:write``).
 ``served_at_own_url(build)``: a ``LiveServer`` whose app is ``build(url)``, made once the
 port is known (a resource URI must be the URL the server is reached at).
 """
@@ -14,7 +15,7 @@ from contextlib import contextmanager
 from typing import Any
 
 from mcpkit import Context, Server
-from tests.support.http import LiveServer
+from tests.support.http import LateApp, LiveServer
 
 
 def notes_server(fields: Sequence[str]) -> Server:
@@ -39,18 +40,21 @@ def notes_server(fields: Sequence[str]) -> Server:
     return server
 
 
-class _LateApp:
-    """An ASGI app set after ``LiveServer`` picked the port."""
+def adding_server() -> Server:
+    """A server with one tool, ``add``, for the tests that only need a protected call."""
+    server = Server("notes")
 
-    app: Any = None
+    @server.tool
+    async def add(a: int, b: int) -> int:
+        """Add two integers."""
+        return a + b
 
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
+    return server
 
 
 @contextmanager
 def served_at_own_url(build: Callable[[str], Any]) -> Iterator[LiveServer]:
-    late = _LateApp()
+    late = LateApp()
     live = LiveServer(late)
     late.app = build(live.url)
     with live:

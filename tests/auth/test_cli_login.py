@@ -31,22 +31,14 @@ import pytest
 
 from mcpkit import Context, Server
 from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
-from tests.support.http import LiveServer
+from tests.support.http import LateApp, LiveServer
 from tests.support.oidc import OidcProvider
 
+from .notes_server import adding_server
 from .oauth_as import AuthServer
 
 ROOT = Path(__file__).resolve().parents[2]
 PY = sys.executable
-
-
-class Later:
-    """An ASGI app set after the server's port is known (the resource URI needs it)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
 
 
 @dataclass
@@ -74,27 +66,16 @@ class Setup:
         return tokens
 
 
-def notes_server() -> Server:
-    server = Server("notes")
-
-    @server.tool
-    async def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return server
-
-
 @pytest.fixture
 def setup(tmp_path: Path) -> Iterator[Setup]:
     auth = AuthServer()
     with LiveServer(auth) as idp:
         auth.base = idp.base
-        later = Later()
+        later = LateApp()
         live = LiveServer(later)
         verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
                                jwks_uri=f"{auth.base}/jwks")
-        later.app = notes_server().asgi_app(auth=Auth(
+        later.app = adding_server().asgi_app(auth=Auth(
             verifier, resource=ProtectedResource(live.url, [auth.issuer],
                                                  scopes_supported=["notes:read"]),
             required_scopes=["notes:read"]))
@@ -293,7 +274,7 @@ def test_login_at_oidc_provider_then_call_as_the_user(oidc: OidcProvider,
         assert ctx.auth is not None
         return f"{ctx.auth.subject} {' '.join(sorted(ctx.auth.scopes))}"
 
-    later = Later()
+    later = LateApp()
     live = LiveServer(later)
     verifier = JWTVerifier(issuer=oidc.issuer, audience=live.url)
     later.app = server.asgi_app(auth=Auth(verifier, resource=ProtectedResource(

@@ -15,11 +15,10 @@ import stat
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from mcpkit import HandshakeError, Server, ServerUnreachable
+from mcpkit import HandshakeError, ServerUnreachable
 from mcpkit.auth import (
     AuthorizationFailed,
     BearerAuth,
@@ -30,22 +29,14 @@ from mcpkit.auth import (
     ProtectedResource,
 )
 from mcpkit.client import Client
-from tests.support.http import LiveServer
+from tests.support.http import LateApp, LiveServer
 
+from .notes_server import adding_server
 from .oauth_as import AuthServer
 
 pytestmark = pytest.mark.anyio
 
 REDIRECT = "http://127.0.0.1:9/callback"  # never served: FollowRedirect reads the Location
-
-
-class Later:
-    """An ASGI app set after the server's port is known (the resource URI needs it)."""
-
-    app: Any = None
-
-    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
-        await self.app(scope, receive, send)
 
 
 @dataclass
@@ -54,28 +45,17 @@ class Setup:
     url: str
 
 
-def notes_server() -> Server:
-    server = Server("notes")
-
-    @server.tool
-    async def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    return server
-
-
 @pytest.fixture
 def setup() -> Iterator[Setup]:
     auth = AuthServer()
     with LiveServer(auth) as idp:
         auth.base = idp.base
-        later = Later()
+        later = LateApp()
         live = LiveServer(later)
         verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
                                jwks_uri=f"{auth.base}/jwks")
         later.app = BearerAuth(
-            notes_server().asgi_app(),
+            adding_server().asgi_app(),
             resource=ProtectedResource(live.url, [auth.issuer],
                                        scopes_supported=["notes:read"]),
             verifier=verifier, required_scopes=["notes:read"])
@@ -130,10 +110,10 @@ async def test_an_unreachable_authorization_server_is_named_not_the_mcp_server()
     with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    later = Later()
+    later = LateApp()
     live = LiveServer(later)
     verifier = JWTVerifier(issuer=dead, audience=live.url, jwks_uri=f"{dead}/jwks")
-    later.app = BearerAuth(notes_server().asgi_app(),
+    later.app = BearerAuth(adding_server().asgi_app(),
                            resource=ProtectedResource(live.url, [dead]), verifier=verifier)
     with live:
         oauth = OAuth(FollowRedirect(REDIRECT))

@@ -66,6 +66,17 @@ def everything_server() -> Any:
 _counter = itertools.count()
 
 
+class LateApp:
+    """An ASGI app whose ``app`` is set after ``LiveServer(LateApp())`` picked the port:
+    for apps that must know their own URL (an OAuth resource URI is the URL it is reached
+    at)."""
+
+    app: Any = None
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+
+
 async def answer_lifespan(receive: Callable[[], Any], send: Callable[[Any], Any]) -> None:
     """Answer an ASGI lifespan scope: start-up and shutdown complete, nothing to do."""
     while (await receive())["type"] != "lifespan.shutdown":
