@@ -22,8 +22,8 @@ from __future__ import annotations
 import re
 
 from ..protocol.errors import MalformedAuthorization
+from ..protocol.scopes import B64TOKEN
 
-_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 _SCHEME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")  # an RFC 9110 token
 
 
@@ -33,7 +33,7 @@ def parse_authorization(value: str | None) -> str | None:
     for a malformed bearer header (see the module docstring)."""
     if value is None:
         return None
-    if value.startswith("Bearer ") and _B64TOKEN.fullmatch(value, 7):
+    if value.startswith("Bearer ") and B64TOKEN.fullmatch(value, 7):
         return value[7:]  # the usual spelling, at once
     scheme, _, rest = value.strip(" \t").partition(" ")
     if not _SCHEME.fullmatch(scheme):
@@ -43,7 +43,7 @@ def parse_authorization(value: str | None) -> str | None:
     token = rest.lstrip(" ")
     if not token:
         raise MalformedAuthorization("the Authorization header has no bearer token")
-    if _B64TOKEN.fullmatch(token):
+    if B64TOKEN.fullmatch(token):
         return token
     if any(c in token for c in " \t,"):
         raise MalformedAuthorization("the Authorization header must carry exactly one token")

@@ -30,12 +30,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import re
 import shutil
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
+from ..protocol.scopes import B64TOKEN
 from . import login
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -188,7 +188,6 @@ def _print_content(blocks: list[Any], style: _Style) -> None:
             print(json.dumps(block))
 
 
-_B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
 
 
 def _http_headers(args: argparse.Namespace, target: Any) -> dict[str, str]:
@@ -208,7 +207,7 @@ def _http_headers(args: argparse.Namespace, target: Any) -> dict[str, str]:
         return headers
     token = args.token or os.environ.get("MCPKIT_TOKEN")
     if token:
-        if not _B64TOKEN.fullmatch(token):
+        if not B64TOKEN.fullmatch(token):
             raise UsageError("the token is not a bearer token (RFC 6750: letters, digits "
                              "and -._~+/ then optional '='); check what was pasted")
         if any(name.lower() == "authorization" for name in headers):
@@ -452,7 +451,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             except (MCPError, OSError) as exc:
                 _fail(f"the stored login for {target_spec} cannot be used: {exc}", EXIT_ERROR)
         wrong = args.wrong_audience_token
-        if wrong is not None and not _B64TOKEN.fullmatch(wrong):
+        if wrong is not None and not B64TOKEN.fullmatch(wrong):
             raise UsageError("--wrong-audience-token is not a bearer token (RFC 6750)")
         target = Target(url=target_spec, headers=headers, timeout=args.timeout,
                         token=token, wrong_audience_token=wrong)

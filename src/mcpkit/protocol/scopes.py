@@ -1,4 +1,6 @@
-"""OAuth scope names (RFC 6750 §3 ``scope-token``): the one grammar every layer checks.
+"""OAuth scope names (RFC 6750 §3 ``scope-token``): the one grammar every layer checks;
+and ``B64TOKEN``, RFC 6750 §2.1's grammar of a bearer token, which the resource server's
+header parser and the CLI's ``--token`` both check.
 
 What: :func:`check_scopes` validates a list of scope names and keeps their order without
 duplicates. The resource server (``mcpkit.auth``: challenges, metadata) and the server
@@ -14,6 +16,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+
+B64TOKEN = re.compile(r"[A-Za-z0-9\-._~+/]+=*")
+"""A bearer token as RFC 6750 §2.1 spells it (``b64token``); use with ``fullmatch``."""
 
 _SCOPE_TOKEN = re.compile(r"[\x21\x23-\x5b\x5d-\x7e]+")
 
