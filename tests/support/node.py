@@ -1,5 +1,7 @@
 """Node.js and npm packages for tests that run a JavaScript program (tests/auth/oidc).
 
+Also used by scripts/conformance (the conformance suite's runner).
+
 ``find_node(cache)`` gives a Node.js of at least ``NODE_MAJOR``: ``$MCPKIT_TEST_NODE``, else
 the system ``node`` when it is new enough, else the Node binary that the npm package
 ``node-linux-<arch>`` ships (pinned to ``NODE_VERSION``, installed once into the cache),
@@ -106,7 +108,7 @@ def node_major(node: str) -> int:
 def find_node(cache: Path) -> str:
     """A Node.js >= ``NODE_MAJOR``: ``$MCPKIT_TEST_NODE``, the system one, or the
     npm-packaged one (installed into ``cache`` when missing)."""
-    node = os.environ.get("MCPKIT_TEST_NODE") or shutil.which("node")
+    node = os.environ.get("MCPKIT_TEST_NODE") or shutil.which("node")  # (or a caller's)
     if node and node_major(node) >= NODE_MAJOR:
         return node
     arch = {"x86_64": "x64", "amd64": "x64", "aarch64": "arm64", "arm64": "arm64"}.get(
@@ -117,13 +119,18 @@ def find_node(cache: Path) -> str:
     package = f"node-linux-{arch}"
     target = cache / f"node-{NODE_VERSION}-{arch}"
     with locked(cache):
-        _install(target, f"{package}@{NODE_VERSION}", None,
-                 ["install", "--save-exact", f"{package}@{NODE_VERSION}"])
+        npm_install(target, f"{package}@{NODE_VERSION}")
     node = str(target / "node_modules" / package / "bin" / "node")
     if node_major(node) < NODE_MAJOR:
         raise NodeUnavailable(f"{node} does not run as Node >= {NODE_MAJOR} "
                               f"(delete {target} and retry)")
     return node
+
+
+def npm_install(target: Path, spec: str) -> None:
+    """``npm install spec`` into the directory ``target`` (once: a complete directory is
+    kept); the caller holds :func:`locked` on ``target``'s cache."""
+    _install(target, spec, None, ["install", "--save-exact", spec])
 
 
 def npm_ci(project: Path, cache: Path) -> Path:
