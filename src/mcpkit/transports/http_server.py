@@ -550,8 +550,7 @@ class StreamableHTTPApp:
             raise Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
                                "open a new stream without it.")
         stream_id = last.rpartition("_")[0]
-        live = next((s for s in session.streams.values() if s.id == stream_id),
-                    None) or session.finishing.get(stream_id)
+        live = session.resumable.get(stream_id)
         reopen = False
         standalone = session.last_standalone
         if live is None and standalone is not None and standalone.id == stream_id:

@@ -140,8 +140,8 @@ class ResponseStream:
         """Store events from now on (starting the pump unless it runs)."""
         self.sse = True
         self._parked = False
-        if self.done and not self.standalone:  # answered already: resumable until stored
-            self.session.finishing[self.id] = self
+        if not self.standalone:  # resumable by its id until its final event is stored
+            self.session.resumable[self.id] = self
         if not self._pump:
             self._pump = True
             self.session.session.spawn(self._run_pump)
@@ -185,7 +185,7 @@ class ResponseStream:
         finally:
             self._pump = False
             if self.finished.is_set():
-                self.session.finishing.pop(self.id, None)
+                self.session.resumable.pop(self.id, None)
 
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
@@ -206,9 +206,9 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
 class HttpSession:
     """One MCP session over HTTP: a ``Session`` whose output is routed to response streams."""
 
-    __slots__ = ("__weakref__", "_seq", "backlog", "direct", "finishing", "last_seen",
-                 "last_standalone", "owner", "saved", "session", "session_id", "standalone",
-                 "store", "streams")
+    __slots__ = ("__weakref__", "_seq", "backlog", "direct", "last_seen",
+                 "last_standalone", "owner", "resumable", "saved", "session", "session_id",
+                 "standalone", "store", "streams")
 
     def __init__(
         self,
@@ -229,10 +229,10 @@ class HttpSession:
         self.session_id = session_id
         self.store = store
         self.streams: dict[RequestId, ResponseStream] = {}
-        #: SSE streams whose final message is produced but not yet stored, by stream id: a
-        #: resumption in that window attaches to them instead of replaying a store that
-        #: lacks the answer.
-        self.finishing: dict[str, ResponseStream] = {}
+        #: The request streams answered as SSE, by stream id, until their final event is
+        #: stored: what a ``Last-Event-ID`` resumption attaches to (also after the answer
+        #: was produced but before it was stored; once stored, the replay has it).
+        self.resumable: dict[str, ResponseStream] = {}
         self.standalone: ResponseStream | None = None
         self.last_standalone: ResponseStream | None = None  # the latest GET stream (resumable)
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
@@ -266,8 +266,6 @@ class HttpSession:
             stream.push(out.data, out.final)
             if out.final:
                 del self.streams[rid]  # type: ignore[arg-type]
-                if stream.sse:  # resumable until its pump has stored the final event
-                    self.finishing[stream.id] = stream  # (see start_sse for the others)
             return
         if out.final and self.direct is not None:
             self.direct.append(out.data)
