@@ -124,7 +124,10 @@ class WireChecker:
             if not isinstance(m, dict):
                 continue
             if "method" in m and "id" in m:
-                self._peer_requests[m["id"]] = m["method"]
+                params = m.get("params")
+                augmented = isinstance(params, dict) and "task" in params
+                # a task-augmented request (2025-11-25) is answered with CreateTaskResult
+                self._peer_requests[m["id"]] = m["method"] + (" +task" if augmented else "")
             elif "result" in m and self._own_requests.get(m.get("id")) == "initialize":
                 version = m["result"].get("protocolVersion")
                 if isinstance(version, str):
@@ -165,7 +168,11 @@ class WireChecker:
                     self.revision = rev = version
             validate(rev, "JSONRPCResponse" if "JSONRPCResponse" in _defs(load(rev))[1]
                      else "JSONRPCResultResponse", msg)
-            result_def = results.get(method) if method else None
+            augmented = method is not None and method.endswith(" +task")
+            if augmented:  # a receiver that did not declare it answers as usual
+                method = method[: -len(" +task")] if "task" not in msg["result"] else None
+            result_def = results.get(method) if method else (
+                "CreateTaskResult" if augmented else None)
             if result_def:
                 validate(rev, result_def, msg["result"])
         self.checked += 1
