@@ -322,7 +322,7 @@ class Client:
 
     async def _notification(self, session: Session, event: NotificationReceived) -> None:
         self._listens.route(event)
-        self.task_watchers.route(event.method, event.params)
+        await self.task_watchers.route(event.method, event.params)
         if event.method == "notifications/message" and self._on_log is not None:
             res = self._on_log(event.params)
             if res is not None:
@@ -396,7 +396,7 @@ class Client:
         if on_progress is not None:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = f"p{next(self._progress_ids)}"
+            meta.setdefault("progressToken", self.progress_token())
             params["_meta"] = meta
         wait = self.timeout if timeout is None else timeout
         if self.stateless_version is None:
@@ -404,6 +404,10 @@ class Client:
                                               on_progress=on_progress, on_sent=on_sent)
         return await self.stateless.request(self.session, method, params, timeout=wait,
                                             on_progress=on_progress, on_sent=on_sent)
+
+    def progress_token(self) -> str:
+        """A progress token not used before in this session."""
+        return f"p{next(self._progress_ids)}"
 
     async def ping(self) -> None:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""

@@ -93,15 +93,22 @@ class TaskWatchers:
     """The latest pushed state of each task a handle is waiting on, by task id: status
     notifications wake the waiting handle instead of its next poll."""
 
-    __slots__ = ("_events", "_latest")
+    __slots__ = ("_events", "_latest", "progress")
 
     def __init__(self) -> None:
         self._latest: dict[str, t.Task] = {}
         self._events: dict[str, anyio.Event] = {}
+        #: 2025-11-25: the progress callback of each task-augmented call, by its token
+        #: (which stays valid for the task's lifetime, after the CreateTaskResult).
+        self.progress: dict[str | int, ProgressCallback] = {}
 
-    def route(self, method: str, params: JSONObject) -> None:
+    async def route(self, method: str, params: JSONObject) -> None:
         """Take ``notifications/tasks/status`` (2025-11-25) or ``notifications/tasks``
-        (2026-07-28) for a watched task; anything else, or a malformed one, is ignored."""
+        (2026-07-28) for a watched task, and a task's progress; anything else, or a
+        malformed one, is ignored."""
+        if method == "notifications/progress":
+            await self._progress(params)
+            return
         if method not in (CORE_STATUS_NOTIFICATION, EXTENSION_STATUS_NOTIFICATION):
             return
         task_id = params.get("taskId")
@@ -114,6 +121,19 @@ class TaskWatchers:
             return
         self._latest[task_id] = task
         self._events[task_id].set()
+
+    async def _progress(self, params: JSONObject) -> None:
+        token, progress, total = (params.get("progressToken"), params.get("progress"),
+                                  params.get("total"))
+        callback = self.progress.get(token) if isinstance(token, str | int) else None
+        if callback is None or type(progress) not in (int, float):
+            return
+        message = params.get("message")
+        res = callback(float(progress),  # type: ignore[arg-type]
+                       float(total) if type(total) in (int, float) else None,  # type: ignore[arg-type]
+                       message if isinstance(message, str) else None)
+        if res is not None:
+            await res
 
     def watch(self, task_id: str) -> None:
         self._events.setdefault(task_id, anyio.Event())
@@ -151,11 +171,16 @@ class TaskHandle:
     """
 
     __slots__ = ("_answered", "_client", "_failure", "_read", "_result", "_stateless",
-                 "task", "task_id")
+                 "_token", "task", "task_id")
 
     def __init__(self, client: Client, task: t.Task | None, read: ResultReader, *,
-                 stateless: bool, result: JSONObject | None = None) -> None:
+                 stateless: bool, result: JSONObject | None = None,
+                 progress: tuple[str | int, ProgressCallback] | None = None) -> None:
         self._client = client
+        self._token: str | int | None = None
+        if progress is not None and task is not None and not task.terminal:
+            self._token = progress[0]  # its progress goes on until the task ends
+            client.task_watchers.progress[progress[0]] = progress[1]
         self._read = read
         self._stateless = stateless
         self.task = task
@@ -186,6 +211,10 @@ class TaskHandle:
                                 f"{last.status!r} to {task.status!r}, which the task state "
                                 "machine does not allow (terminal states never change)")
         self.task = task
+        if task.terminal and self._token is not None:
+            self._client.task_watchers.progress.pop(self._token, None)
+            self._client.session.conn.release_task_token(self._token)
+            self._token = None
         return task
 
     async def status(self) -> t.Task | None:
@@ -347,6 +376,7 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
     2025-11-25 there are no tasks. 2026-07-28: the server decides; ``want`` only asks
     for the handle (a ttl cannot be requested there)."""
     name = params["name"]
+    token: str | int = ""
     if client.stateless_version is not None:
         if want and not client.handlers.tasks:
             raise CapabilityNotSupported("task= needs a Client created with tasks=True (it "
@@ -370,10 +400,14 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
         if support == "required" or (want and support == "optional"):
             meta = dict(want) if isinstance(want, dict) else {}
             params = {**params, "task": meta}
+            if on_progress is not None:  # a token of our own, to follow it after the answer
+                token = client.progress_token()
+                params["_meta"] = {"progressToken": token}
     elif want:
         raise CapabilityNotSupported("the server did not declare tasks.requests.tools.call: "
                                      "it runs no tool as a task; call it without task=")
     res = await client.request("tools/call", params, timeout=timeout, on_progress=on_progress)
     if "task" in params and "task" in res:
-        return TaskHandle(client, read_task(res["task"], "tools/call"), read, stateless=False)
+        return TaskHandle(client, read_task(res["task"], "tools/call"), read, stateless=False,
+                          progress=(token, on_progress) if on_progress is not None else None)
     return TaskHandle(client, None, read, stateless=False, result=res)

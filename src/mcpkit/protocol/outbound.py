@@ -136,11 +136,16 @@ class Requesting(ConnectionBase):
             self.lifecycle.close()
         return out.method
 
+    def release_task_token(self, token: str | int) -> None:
+        """The task that kept progress ``token`` valid has ended: forget it."""
+        self._task_tokens.discard(token)
+
     def fail_pending(self) -> list[RequestId]:
         """Forget every pending outbound request (the connection is gone); return their ids."""
         ids = list(self._outbound)
         self._outbound.clear()
         self._progress_tokens.clear()
+        self._task_tokens.clear()
         self.lifecycle.close()
         return ids
 
