@@ -21,8 +21,8 @@ from ..protocol.stateless import PROTOCOL_VERSION
 
 NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
             "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
-"""The parameter that ``Mcp-Name`` repeats, per method (the task methods: SEP-2663,
-so that an intermediary routes a task's requests to the instance that holds it)."""
+"""The parameter that ``Mcp-Name`` repeats, per method (the task methods of the
+io.modelcontextprotocol/tasks extension: ``taskId``, SEP-2663 "Routing Headers")."""
 
 
 def header_value(value: str) -> str:
