@@ -55,7 +55,7 @@ from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, routable
 from .stateless import Stateless
 from .task_host import TaskHost
-from .tasks import TaskHandle, TaskWatchers, read_task, start_tool_call
+from .tasks import TaskHandle, TaskWatchers, offers, read_task, start_tool_call
 
 if TYPE_CHECKING:
     import httpx
@@ -494,6 +494,8 @@ class Client:
         """Every task of this client's on the server (2025-11-25 ``tasks/list``, following
         ``nextCursor``); ``CapabilityNotSupported`` when the server does not offer it
         (2026-07-28 has no listing)."""
+        if self.stateless_version is None and not offers(self.server_capabilities, "list"):
+            raise CapabilityNotSupported("the server did not declare tasks.list")
         return await all_pages(self.request, "tasks/list", "tasks", t.Task)
 
     async def get_task(self, task_id: str) -> t.Task:

@@ -45,6 +45,7 @@ from ..protocol.tasks import (
     EXTENSION,
     EXTENSION_STATUS_NOTIFICATION,
     can_move,
+    client_accepts,
 )
 from ..session import ProgressCallback
 from . import types as t
@@ -297,6 +298,9 @@ class TaskHandle:
             else:
                 await self._fetch_result(timeout)
         if self._failure is not None:
+            if self.task is not None and self.task.status == "cancelled":
+                raise TaskCancelled(f"task {self.task_id!r} was cancelled"
+                                    ) from self._failure  # (2025-11-25: the server's error)
             raise self._failure
         assert self._result is not None
         return await self._read(self._result)
@@ -391,7 +395,7 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
         if want:
             raise CapabilityNotSupported(f"tasks exist from protocol revision 2025-11-25; "
                                          f"this session speaks {rev.version}")
-    elif client.supports("tasks.requests.tools.call"):
+    elif client_accepts(client.server_capabilities, "tools/call"):
         support = await client.task_support(name)
         if support == "forbidden" and want:
             raise CapabilityNotSupported(f"tool {name!r} cannot run as a task (its "
@@ -411,3 +415,10 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
         return TaskHandle(client, read_task(res["task"], "tools/call"), read, stateless=False,
                           progress=(token, on_progress) if on_progress is not None else None)
     return TaskHandle(client, None, read, stateless=False, result=res)
+
+
+def offers(capabilities: JSONObject, what: str) -> bool:
+    """Whether 2025-11-25 server ``capabilities`` declare ``tasks.<what>`` (``list`` or
+    ``cancel``: an object, empty or not)."""
+    tasks = capabilities.get("tasks")
+    return isinstance(tasks, dict) and isinstance(tasks.get(what), dict)
