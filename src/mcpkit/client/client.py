@@ -494,7 +494,10 @@ class Client:
         """Every task of this client's on the server (2025-11-25 ``tasks/list``, following
         ``nextCursor``); ``CapabilityNotSupported`` when the server does not offer it
         (2026-07-28 has no listing)."""
-        if self.stateless_version is None and not offers(self.server_capabilities, "list"):
+        if self.stateless_version is not None:
+            raise CapabilityNotSupported("the tasks extension (2026-07-28) has no tasks/list: "
+                                         "a task is reached by its id")
+        if not offers(self.server_capabilities, "list"):
             raise CapabilityNotSupported("the server did not declare tasks.list")
         return await all_pages(self.request, "tasks/list", "tasks", t.Task)
 
