@@ -3,7 +3,7 @@ R25-11.PROG.2, R25-11.CANCEL.2).
 
 A ``Server`` in this process is driven by ``RawPeer`` (tests/support/raw_peer.py) over an
 in-memory stream: every message the server sends is validated against the official
-2025-11-25 schema (``CreateTaskResult`` for task-augmented calls). Each test names the
+2025-11-25 schema (``CreateTaskResult`` for the answers to task-augmented calls). Each test names the
 rule it checks; every wait is bounded.
 """
 
@@ -24,7 +24,6 @@ pytestmark = pytest.mark.anyio
 
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
-CREATE = "CreateTaskResult"
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
@@ -83,7 +82,7 @@ async def create(peer: RawPeer, name: str, arguments: dict[str, Any] | None = No
                               "task": task if task is not None else {}}
     if meta:
         params["_meta"] = meta
-    result = await peer.result("tools/call", params, expect_result=CREATE)
+    result = await peer.result("tools/call", params)
     task_obj: dict[str, Any] = result["task"]
     return task_obj
 

@@ -3,9 +3,10 @@
 The tests of tasks speak the wire directly (``request``/``notify`` with any params, the
 answers and the server's own requests and notifications as plain dicts), so nothing of
 mcpkit's client stands between a test and what the server sent. Every message the server
-sends is validated against the official schema of the revision in use (``WireChecker``;
-``expect_result`` names a result definition the checker cannot infer, e.g. a task-
-augmented ``tools/call`` answered by ``CreateTaskResult``). Requests the server makes are
+sends is validated against the official schema of the revision in use (``WireChecker``,
+which also knows a task-augmented call answered by ``CreateTaskResult``;
+``expect_result`` names a result definition it cannot infer, such as a 2026-07-28
+extension shape the schema lacks). Requests the server makes are
 answered by ``on_request`` (default: a JSON-RPC error), after recording them.
 """
 
