@@ -3,8 +3,8 @@ R25-11.PROG.2, R25-11.CANCEL.2).
 
 A ``Server`` in this process is driven by ``RawPeer`` (tests/support/raw_peer.py) over an
 in-memory stream: every message the server sends is validated against the official
-2025-11-25 schema (``CreateTaskResult`` for the answers to task-augmented calls). Each test names the
-rule it checks; every wait is bounded.
+2025-11-25 schema (``CreateTaskResult`` for the answers to task-augmented calls). Each
+test names the rule it checks; every wait is bounded.
 """
 
 from __future__ import annotations
