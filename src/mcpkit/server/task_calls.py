@@ -60,8 +60,8 @@ def owner_of(session: Session, stateless: bool) -> str:
     who = "" if principal is None else principal.identity
     if stateless:
         return f"{who}\n"
-    where = getattr(session, "session_id", None)
-    if not isinstance(where, str) or not where:
+    where = session.key
+    if where is None:
         where = _session_keys.get(session)
         if where is None:
             where = _session_keys[session] = secrets.token_urlsafe(16)

@@ -139,7 +139,7 @@ class TaskMethods:
     async def _list(self, session: Session, event: RequestReceived) -> JSONObject:
         after = decode_cursor(event.params.get("cursor"))
         size = self.manager.page_size
-        records = await self.manager.store.page(owner_of(session, False), after, size + 1)
+        records = await self.manager.page(owner_of(session, False), after, size + 1)
         out: JSONObject = {"tasks": [self.manager.view(r, CORE) for r in records[:size]]}
         if len(records) > size:
             out["nextCursor"] = encode_cursor(records[size - 1])

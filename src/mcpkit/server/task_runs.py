@@ -317,6 +317,7 @@ class TaskManager:
                    ) -> tuple[TaskRun | None, TaskRecord] | None:
         """The live run (if in this process) and record of ``task_id`` when ``owner``
         may see it through ``form``; None otherwise (the caller answers -32602)."""
+        await self._start()
         run = self.runs.get(task_id)
         record = run.record if run is not None else await self.store.get(task_id)
         if record is None or record.owner != owner or record.form != (
@@ -326,6 +327,12 @@ class TaskManager:
             await self.sweep(time.time())
             return None
         return run, record
+
+    async def page(self, owner: str, after: tuple[float, str] | None, limit: int
+                   ) -> list[TaskRecord]:
+        """Up to ``limit`` records of ``owner`` after the cursor position ``after``."""
+        await self._start()
+        return await self.store.page(owner, after, limit)
 
     async def sweep(self, now: float) -> None:
         """Forget expired tasks everywhere: store, live runs (their handlers cancelled)."""
