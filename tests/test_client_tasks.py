@@ -106,6 +106,24 @@ async def test_a_task_ends_with_what_the_plain_call_returns(version: str) -> Non
         check_wire(client)
 
 
+async def test_listening_for_a_tasks_notifications() -> None:
+    """The handle waits on ``notifications/tasks`` when a listen stream asks for them and
+    polls whatever the server agreed to (mcpkit's server does not push them yet: the
+    acknowledgement leaves ``taskIds`` out, and the task still ends by polling)."""
+    async with client_for(V2026_07_28) as client:
+        with anyio.fail_after(LIMIT):
+            handle = await client.call_tool("slow_compute", {"seconds": 0.2}, task=True)
+            assert handle.task_id is not None
+            async with client.listen(task_ids=[handle.task_id]) as changes:
+                ack = await changes.receive()
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                final = await handle.wait()
+        assert final is not None and final.status == "completed"
+        sent = client.wire.sent_with("subscriptions/listen")[0]["params"]["notifications"]
+        assert sent == {"taskIds": [handle.task_id]}
+        check_wire(client)
+
+
 async def test_a_ttl_is_requested_in_2025_11_25() -> None:
     async with client_for(V2025_11_25) as client:
         with anyio.fail_after(LIMIT):

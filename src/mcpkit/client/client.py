@@ -342,6 +342,7 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> AsyncIterator[ListenStream]:
         """Receive change notifications (2026-07-28 ``subscriptions/listen``).
 
@@ -349,7 +350,9 @@ class Client:
                 async for note in changes:      # {"method": ..., "params": ...}
                     ...
 
-        The first item is the server's acknowledgement. Leaving the block ends the
+        ``task_ids``: the ``notifications/tasks`` of these tasks (the tasks extension);
+        a ``TaskHandle`` waiting on one of them is woken by them instead of its next
+        poll. The first item is the server's acknowledgement. Leaving the block ends the
         subscription (over HTTP by closing its stream, on stdio with a cancellation).
         Raises ``CapabilityNotSupported`` in a handshake-era session (there, use
         ``subscribe`` and ``on_notification``). If the server refuses the subscription or
@@ -368,7 +371,8 @@ class Client:
                                on_sent=on_sent)
 
         async with self._listens.open(
-                subscribe, wanted(tools, prompts, resources, resource_uris)) as changes:
+                subscribe, wanted(tools, prompts, resources, resource_uris, task_ids)
+        ) as changes:
             yield changes
 
     async def roots_changed(self) -> None:
