@@ -396,7 +396,15 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
             raise CapabilityNotSupported(f"tasks exist from protocol revision 2025-11-25; "
                                          f"this session speaks {rev.version}")
     elif client_accepts(client.server_capabilities, "tools/call"):
-        support = await client.task_support(name)
+        try:
+            support = await client.task_support(name)
+        except MCPError as exc:
+            if want:
+                raise
+            # only to learn whether the tool requires a task: call it plainly
+            log.warning("cannot learn whether tool %r runs as a task: tools/list "
+                        "failed: %s", name, exc)
+            support = "optional"
         if support == "forbidden" and want:
             raise CapabilityNotSupported(f"tool {name!r} cannot run as a task (its "
                                          "execution.taskSupport is 'forbidden' or absent); "
