@@ -331,10 +331,15 @@ async def test_over_http(version: str) -> None:
 # ------------------------------------------------------------------ hostile servers
 
 
+BOTH = pytest.mark.parametrize("anyio_backend", ["asyncio", "trio"])
+"""The hostile servers are raw scripts: the client's side runs on both backends."""
+
+
 def raw(mode: str) -> Client:
     return Client([sys.executable, RAW, mode], timeout=LIMIT, task_timeout=LIMIT)
 
 
+@BOTH
 async def test_a_task_that_never_ends_times_out() -> None:
     async with raw("stuck") as client:
         handle = await client.call_tool("job", task=True)
@@ -349,6 +354,7 @@ async def test_a_task_that_never_ends_times_out() -> None:
         assert cancelled is not None and cancelled.status == "cancelled"
 
 
+@BOTH
 @pytest.mark.parametrize("mode", ["otherid", "badstatus"])
 async def test_junk_task_states(mode: str) -> None:
     async with raw(mode) as client:
@@ -357,12 +363,14 @@ async def test_junk_task_states(mode: str) -> None:
             await handle.status()
 
 
+@BOTH
 async def test_an_empty_task_id() -> None:
     async with raw("emptyid") as client:
         with anyio.fail_after(LIMIT), pytest.raises(InvalidResult, match="taskId"):
             await client.call_tool("job", task=True)
 
 
+@BOTH
 async def test_a_terminal_task_that_changes() -> None:
     async with raw("flip") as client:
         handle = await client.call_tool("job", task=True)
@@ -373,6 +381,7 @@ async def test_a_terminal_task_that_changes() -> None:
                 await handle.status()
 
 
+@BOTH
 async def test_a_cancel_that_loses_the_race() -> None:
     async with raw("racy") as client:
         handle = await client.call_tool("job", task=True)
