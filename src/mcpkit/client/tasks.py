@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 import anyio
 
 from ..protocol.errors import (
+    INTERNAL_ERROR,
     CapabilityNotSupported,
     InvalidResult,
     MCPError,
@@ -316,7 +317,7 @@ class TaskHandle:
         elif task.status == "failed":
             err = task.error or {}
             code, message = err.get("code"), err.get("message")
-            self._failure = RemoteError(code if isinstance(code, int) else -32603,
+            self._failure = RemoteError(code if isinstance(code, int) else INTERNAL_ERROR,
                                         message if isinstance(message, str) else
                                         task.status_message or "the task failed",
                                         err.get("data"))
