@@ -105,9 +105,10 @@ class TaskRun:
             await pending.done.wait()
         finally:
             self.inputs.pop(key, None)
+        if pending.answer is None:  # the task ended (cancelled, expired) meanwhile
+            raise RequestTimeout(f"the task ended before the client answered '{method}'")
         if not self.inputs:
             await self.manager.move(self, "working")
-        assert pending.answer is not None
         return pending.answer
 
     def _fresh_key(self, base: str) -> str:
