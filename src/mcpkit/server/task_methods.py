@@ -87,12 +87,29 @@ class TaskMethods:
             raise unknown_task(task_id)
         return found
 
+    def _now(self, session: Session, event: RequestReceived, form: WireForm
+             ) -> tuple[TaskRun | None, TaskRecord] | None:
+        """The task, when it can be found without waiting (None: only ``_find`` can)."""
+        task_id = task_id_param(event.params)
+        found = self.manager.find_now(task_id, owner_of(session, event.meta is not None),
+                                      form)
+        if found is None:
+            raise unknown_task(task_id)
+        return found or None
+
     def get(self, session: Session, event: RequestReceived) -> HandlerResult:
-        return self._get(session, event, self._form(event))
+        form = self._form(event)
+        found = self._now(session, event, form)
+        if found is not None:
+            return self._view(form, *found)
+        return self._get(session, event, form)
 
     async def _get(self, session: Session, event: RequestReceived, form: WireForm
                    ) -> JSONObject:
-        run, record = await self._find(session, event, form)
+        return self._view(form, *await self._find(session, event, form))
+
+    def _view(self, form: WireForm, run: TaskRun | None, record: TaskRecord) -> JSONObject:
+        """``tasks/get``'s answer: the Task, or the extension's DetailedTask."""
         task = self.manager.view(record, form)
         if not form.extension:
             return task
@@ -100,7 +117,11 @@ class TaskMethods:
                         input_requests=run.input_requests() if run is not None else None)
 
     def result(self, session: Session, event: RequestReceived) -> HandlerResult:
-        return self._result(session, event, self._form(event))
+        form = self._form(event)
+        found = self._now(session, event, form)
+        if found is not None and is_terminal(found[1].status):
+            return _payload(found[1])
+        return self._result(session, event, form)
 
     async def _result(self, session: Session, event: RequestReceived, form: WireForm
                       ) -> JSONObject:
@@ -116,9 +137,7 @@ class TaskMethods:
             record = await self._poll(record)
         if not is_terminal(record.status):
             raise unknown_task(record.task_id)  # expired while waiting
-        if record.result is not None:
-            return with_related(record.result, record.task_id)
-        raise ReplayedError(record_error(record))
+        return _payload(record)
 
     async def _poll(self, record: TaskRecord) -> TaskRecord:
         """Wait for a record another process updates, polling the store at its interval
@@ -182,3 +201,10 @@ class TaskMethods:
             run.answer(responses)
         return {}
 
+
+def _payload(record: TaskRecord) -> JSONObject:
+    """``tasks/result`` of a terminal task: exactly the plain request's answer, with the
+    related-task ``_meta`` (R25-11.TASKS.8); an error is raised as it was."""
+    if record.result is not None:
+        return with_related(record.result, record.task_id)
+    raise ReplayedError(record_error(record))

@@ -22,7 +22,7 @@ import logging
 import secrets
 import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Literal
 
 import anyio
 
@@ -75,7 +75,7 @@ class TaskRun:
         self.listeners: list[tuple[Session, RequestId]] = []  # 2025-11-25 tasks/result
         self.listening = anyio.Event()
         self.waiting = 0  # 2025-11-25 requests sent to the client, not yet answered
-        self.lock = anyio.Lock()
+        self.lock = anyio.Lock(fast_acquire=True)  # no loop turn when uncontended
         self._last_progress: float | None = None
 
     @property
@@ -105,9 +105,10 @@ class TaskRun:
             await pending.done.wait()
         finally:
             self.inputs.pop(key, None)
+        if pending.answer is None:  # the task ended (cancelled, expired) meanwhile
+            raise RequestTimeout(f"the task ended before the client answered '{method}'")
         if not self.inputs:
             await self.manager.move(self, "working")
-        assert pending.answer is not None
         return pending.answer
 
     def _fresh_key(self, base: str) -> str:
@@ -320,13 +321,32 @@ class TaskManager:
         await self._start()
         run = self.runs.get(task_id)
         record = run.record if run is not None else await self.store.get(task_id)
-        if record is None or record.owner != owner or record.form != (
-                "ext" if form.extension else "core"):
+        if record is None or not _visible(record, owner, form):
             return None
         if run is not None and record.expired(time.time()):
             await self.sweep(time.time())
             return None
         return run, record
+
+    def find_now(self, task_id: str, owner: str, form: WireForm
+                 ) -> tuple[TaskRun | None, TaskRecord] | Literal[False] | None:
+        """``find`` without waiting when it needs no await: the task runs here, or the
+        store keeps its records in memory; False when only ``find`` can tell (so polling
+        a task is answered inline, without a task of its own, on the common path)."""
+        if not self._ready:
+            return False
+        run = self.runs.get(task_id)
+        if run is not None:
+            record: TaskRecord | None = run.record
+        elif isinstance(self.store, MemoryTaskStore):
+            record = self.store.peek(task_id)
+        else:
+            return False
+        if record is None:
+            return None
+        if record.expired(time.time()):
+            return False  # find sweeps it
+        return (run, record) if _visible(record, owner, form) else None
 
     async def page(self, owner: str, after: tuple[float, str] | None, limit: int
                    ) -> list[TaskRecord]:
@@ -357,6 +377,11 @@ class TaskManager:
         answers for it from now on)."""
         if is_terminal(run.record.status) and not run.listeners:
             self.runs.pop(run.task_id, None)
+
+
+def _visible(record: TaskRecord, owner: str, form: WireForm) -> bool:
+    """Whether ``owner`` may see ``record`` through the generation ``form``."""
+    return record.owner == owner and record.form == ("ext" if form.extension else "core")
 
 
 def record_error(record: TaskRecord) -> JSONObject:

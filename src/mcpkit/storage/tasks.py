@@ -132,6 +132,10 @@ class MemoryTaskStore:
             return None
         return record
 
+    def peek(self, task_id: str) -> TaskRecord | None:
+        """The record of ``task_id`` as kept, expired or not, without waiting."""
+        return self._records.get(task_id)
+
     async def page(self, owner: str, after: tuple[float, str] | None, limit: int
                    ) -> list[TaskRecord]:
         now = time.time()
