@@ -197,8 +197,10 @@ class TaskHandle:
 
     @property
     def done(self) -> bool:
-        """Whether the task has ended (as far as the client last saw)."""
-        return self.task is None or self.task.terminal
+        """Whether the task has ended, as far as the client knows (its result fetched, or a
+        terminal state seen; ``status()`` fetches the final state)."""
+        return (self.task is None or self.task.terminal or self._result is not None
+                or self._failure is not None)
 
     def _seen(self, task: t.Task, method: str) -> t.Task:
         """Record ``task`` as the latest state, after checking it is this task's and a
@@ -213,11 +215,18 @@ class TaskHandle:
                                 f"{last.status!r} to {task.status!r}, which the task state "
                                 "machine does not allow (terminal states never change)")
         self.task = task
-        if task.terminal and self._token is not None:
-            self._client.task_watchers.progress.pop(self._token, None)
-            self._client.session.conn.release_task_token(self._token)
-            self._token = None
+        if task.terminal:
+            self._ended()
         return task
+
+    def _ended(self) -> None:
+        """The task is over: its progress token is released."""
+        if self._token is not None:
+            self._client.task_watchers.progress.pop(self._token, None)
+            session = self._client._session
+            if session is not None:
+                session.conn.release_task_token(self._token)
+            self._token = None
 
     async def status(self) -> t.Task | None:
         """The task's current state (``tasks/get``); None if no task was created."""
@@ -254,6 +263,7 @@ class TaskHandle:
         try:
             shown: tuple[str, str | None] | None = None
             task = self.task
+            polled = False  # the first poll goes at once: a short task is done by then
             for _ in range(math.ceil(limit / MIN_POLL) + 2):  # bounded in time, too
                 if task is not None and (task.status, task.status_message) != shown:
                     shown = (task.status, task.status_message)
@@ -266,13 +276,16 @@ class TaskHandle:
                     left = deadline - anyio.current_time()
                     if left <= 0:
                         break
-                    pushed = await watchers.next(self.task_id, min(poll_seconds(task), left))
-                    if pushed is not None:
-                        task = self._seen(pushed, "notifications/tasks")
-                        continue
+                    if polled:
+                        pushed = await watchers.next(self.task_id,
+                                                     min(poll_seconds(task), left))
+                        if pushed is not None:
+                            task = self._seen(pushed, "notifications/tasks")
+                            continue
                 if anyio.current_time() >= deadline:
                     break
                 task = await self.status()
+                polled = True
             last = self.task.status if self.task is not None else "unknown"
             raise TaskTimeout(f"task {self.task_id!r} did not end within {limit:g}s (last "
                               f"status: {last}); it may still be running on the server: "
@@ -333,17 +346,19 @@ class TaskHandle:
         try:
             self._result = await self._client.request("tasks/result", {"taskId": self.task_id},
                                                       timeout=limit)
+            self._ended()
         except RequestTimeout:
             raise TaskTimeout(f"task {self.task_id!r} did not end within {limit:g}s; it may "
                               "still be running on the server: wait again, or cancel it"
                               ) from None
         except RemoteError as exc:
             self._failure = exc  # the underlying request's error, as the plain call's
-        if self.task is not None and not self.task.terminal:
-            try:
-                await self.status()
-            except MCPError as exc:  # the result is what counts; the state is a courtesy
-                log.debug("tasks/get after tasks/result failed: %s", exc)
+            self._ended()
+            if self.task is not None and not self.task.terminal:
+                try:  # was it cancelled meanwhile? (then result() says so)
+                    await self.status()
+                except MCPError as err:  # the error is what counts; the state a courtesy
+                    log.debug("tasks/get after tasks/result failed: %s", err)
 
     async def _give_input(self, task: t.Task, deadline: float) -> None:
         """The task waits for the client: 2025-11-25 fetches ``tasks/result`` (which
