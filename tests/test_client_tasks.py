@@ -182,6 +182,13 @@ async def test_a_required_tool_runs_as_a_task_when_called_plainly(version: str) 
         assert result.is_error and "input data was rejected" in result.text
         sent = client.wire.sent_with("tools/call")[-1]["params"]
         assert ("task" in sent) == (version == V2025_11_25)
+        if version == V2025_11_25:  # the server refused it plainly (-32601): learnt, retried
+            calls = [m for m in client.wire.sent_methods() if m in ("tools/call", "tools/list")]
+            assert calls == ["tools/call", "tools/list", "tools/call"]
+            with anyio.fail_after(LIMIT):  # known now: straight to a task
+                assert (await client.call_tool("failing_job")).is_error
+            assert "task" in client.wire.sent_with("tools/call")[-1]["params"]
+            assert len(client.wire.sent_with("tools/call")) == 3
         check_wire(client)
 
 

@@ -55,7 +55,14 @@ from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, routable
 from .stateless import Stateless
 from .task_host import TaskHost
-from .tasks import TaskHandle, TaskWatchers, offers, read_task, start_tool_call
+from .tasks import (
+    TaskHandle,
+    TaskWatchers,
+    offers,
+    read_plain,
+    read_task,
+    start_tool_call,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -477,22 +484,16 @@ class Client:
         """What ``call_tool`` returns for ``res``, the result of calling tool ``name``."""
         result = parse(t.CallToolResult, res, "tools/call")
         if not result.is_error and self.revision.has("structured_content"):
-            if not self._outputs.knows(name):
-                try:
-                    await self.list_tools()
-                except MCPError as exc:  # the call itself succeeded: return its result
-                    log.warning("cannot check the structuredContent of tool %r against its "
-                                "outputSchema: tools/list failed: %s", name, exc)
-                    return result
-            self._outputs.check(name, result)
+            await self._outputs.verify(name, result, self.list_tools)
         return result
 
-    async def task_support(self, name: str) -> str:
+    async def task_support(self, name: str, *, fetch: bool = True) -> str | None:
         """Tool ``name``'s ``execution.taskSupport`` (2025-11-25), listing the tools when
-        it is not known yet; ``forbidden`` for a tool the server does not list."""
-        if not self._outputs.knows(name):
+        it is not known yet (``forbidden`` for a tool the server does not list); with
+        ``fetch=False``, None instead of listing."""
+        if fetch and not self._outputs.knows(name):
             await self.list_tools()
-        return self._outputs.task_support(name) or "forbidden"
+        return self._outputs.task_support(name) or ("forbidden" if fetch else None)
 
     async def list_tasks(self) -> list[t.Task]:
         """Every task of this client's on the server (2025-11-25 ``tasks/list``, following
@@ -519,11 +520,7 @@ class Client:
     async def follow_task(self, task_id: str) -> TaskHandle:
         """A handle on task ``task_id``, created earlier (perhaps by another process):
         its result is read as a ``tools/call`` result, without ``outputSchema`` checks."""
-
-        async def read(res: JSONObject) -> t.CallToolResult:
-            return parse(t.CallToolResult, res, "tools/call")
-
-        return TaskHandle(self, await self.get_task(task_id), read,
+        return TaskHandle(self, await self.get_task(task_id), read_plain,
                           stateless=self.stateless_version is not None)
 
     async def list_resources(self) -> list[t.Resource]:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..protocol.errors import InvalidResult, OutputSchemaError, PaginationError
+from ..protocol.errors import InvalidResult, MCPError, OutputSchemaError, PaginationError
 from ..protocol.jsonrpc import JSONObject
 from . import types as t
 
@@ -145,6 +145,19 @@ class OutputSchemas:
         self._schemas.clear()
         self._support.clear()
         self._validators.clear()
+
+    async def verify(self, name: str, result: t.CallToolResult,
+                     relist: Callable[[], Awaitable[Any]]) -> None:
+        """``check``, after listing the tools (``relist``) when ``name`` is not known; if
+        that listing fails, a warning and no check: the call itself succeeded."""
+        if not self.knows(name):
+            try:
+                await relist()
+            except MCPError as exc:
+                log.warning("cannot check the structuredContent of tool %r against its "
+                            "outputSchema: tools/list failed: %s", name, exc)
+                return
+        self.check(name, result)
 
     def check(self, name: str, result: t.CallToolResult) -> None:
         """Raise ``OutputSchemaError`` unless ``result`` of tool ``name`` has the

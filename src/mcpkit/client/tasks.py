@@ -32,6 +32,7 @@ import anyio
 
 from ..protocol.errors import (
     INTERNAL_ERROR,
+    METHOD_NOT_FOUND,
     CapabilityNotSupported,
     InvalidResult,
     MCPError,
@@ -160,6 +161,11 @@ class TaskWatchers:
 
 ResultReader = Callable[[JSONObject], Awaitable[t.CallToolResult]]
 """Turns a ``tools/call`` result into what ``Client.call_tool`` returns (checks included)."""
+
+
+async def read_plain(res: JSONObject) -> t.CallToolResult:
+    """A ``tools/call`` result of a tool whose ``outputSchema`` is not known."""
+    return parse(t.CallToolResult, res, "tools/call")
 
 
 class TaskHandle:
@@ -396,7 +402,6 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
     2025-11-25 there are no tasks. 2026-07-28: the server decides; ``want`` only asks
     for the handle (a ttl cannot be requested there)."""
     name = params["name"]
-    token: str | int = ""
     if client.stateless_version is not None:
         if want and not client.handlers.tasks:
             raise CapabilityNotSupported("task= needs a Client created with tasks=True (it "
@@ -411,34 +416,54 @@ async def start_tool_call(client: Client, params: JSONObject, want: bool | JSONO
         if want:
             raise CapabilityNotSupported(f"tasks exist from protocol revision 2025-11-25; "
                                          f"this session speaks {rev.version}")
-    elif client_accepts(client.server_capabilities, "tools/call"):
+        return await _plain(client, params, timeout, on_progress, read)
+    if not client_accepts(client.server_capabilities, "tools/call"):
+        if want:
+            raise CapabilityNotSupported("the server did not declare tasks.requests.tools.call:"
+                                         " it runs no tool as a task; call it without task=")
+        return await _plain(client, params, timeout, on_progress, read)
+    # A wanted task needs the tool's taskSupport first; a plain call uses what is known,
+    # and learns it only when the server refuses it (a required tool: -32601).
+    support = await client.task_support(name, fetch=bool(want))
+    if support == "forbidden" and want:
+        raise CapabilityNotSupported(f"tool {name!r} cannot run as a task (its "
+                                     "execution.taskSupport is 'forbidden' or absent); "
+                                     "call it without task=")
+    if support == "required" or (want and support == "optional"):
+        return await _as_task(client, params, want, timeout, on_progress, read)
+    try:
+        return await _plain(client, params, timeout, on_progress, read)
+    except RemoteError as exc:
+        if exc.code != METHOD_NOT_FOUND or support is not None:
+            raise
         try:
             support = await client.task_support(name)
-        except MCPError as exc:
-            if want:
-                raise
-            # only to learn whether the tool requires a task: call it plainly
-            log.warning("cannot learn whether tool %r runs as a task: tools/list "
-                        "failed: %s", name, exc)
-            support = "optional"
-        if support == "forbidden" and want:
-            raise CapabilityNotSupported(f"tool {name!r} cannot run as a task (its "
-                                         "execution.taskSupport is 'forbidden' or absent); "
-                                         "call it without task=")
-        if support == "required" or (want and support == "optional"):
-            meta = dict(want) if isinstance(want, dict) else {}
-            params = {**params, "task": meta}
-            if on_progress is not None:  # a token of our own, to follow it after the answer
-                token = client.progress_token()
-                params["_meta"] = {"progressToken": token}
-    elif want:
-        raise CapabilityNotSupported("the server did not declare tasks.requests.tools.call: "
-                                     "it runs no tool as a task; call it without task=")
+        except MCPError:
+            raise exc from None
+        if support != "required":
+            raise
+    return await _as_task(client, params, want, timeout, on_progress, read)
+
+
+async def _plain(client: Client, params: JSONObject, timeout: float | None,
+                 on_progress: ProgressCallback | None, read: ResultReader) -> TaskHandle:
     res = await client.request("tools/call", params, timeout=timeout, on_progress=on_progress)
-    if "task" in params and "task" in res:
-        return TaskHandle(client, read_task(res["task"], "tools/call"), read, stateless=False,
-                          progress=(token, on_progress) if on_progress is not None else None)
     return TaskHandle(client, None, read, stateless=False, result=res)
+
+
+async def _as_task(client: Client, params: JSONObject, want: bool | JSONObject,
+                   timeout: float | None, on_progress: ProgressCallback | None,
+                   read: ResultReader) -> TaskHandle:
+    """2025-11-25: ``tools/call`` with ``task`` (the ttl ``want`` names, if any)."""
+    params = {**params, "task": dict(want) if isinstance(want, dict) else {}}
+    token = client.progress_token()  # our own, to follow the task's progress after the answer
+    if on_progress is not None:
+        params["_meta"] = {"progressToken": token}
+    res = await client.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+    if "task" not in res:  # the server ran it at once (R25-11.TASKS.14 allows it)
+        return TaskHandle(client, None, read, stateless=False, result=res)
+    return TaskHandle(client, read_task(res["task"], "tools/call"), read, stateless=False,
+                      progress=(token, on_progress) if on_progress is not None else None)
 
 
 def offers(capabilities: JSONObject, what: str) -> bool:
