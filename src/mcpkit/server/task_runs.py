@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections.abc import Coroutine
 from typing import Any, Literal
@@ -234,6 +233,8 @@ class TaskManager:
     async def create(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
                      session: Session | None, progress_token: str | int | None) -> TaskRun:
         """A new ``working`` task, durably stored before this returns (SEP-2663)."""
+        import secrets  # here, not at import: a server without tasks never needs it
+
         await self._start()
         now = time.time()
         if now >= self._next_sweep:
