@@ -40,7 +40,7 @@ def where(path: Sequence[str | int]) -> str:
     return "/".join(str(p) for p in path) or "arguments"
 
 
-def _resolve(root: JSON, schema: Any, depth: int = 0) -> Any:
+def resolve_ref(root: JSON, schema: Any, depth: int = 0) -> Any:
     """Follow a local ``$ref`` (``#/...``, JSON Pointer) to the schema it names."""
     while isinstance(schema, dict) and isinstance(schema.get("$ref"), str) and depth < 16:
         ref = schema["$ref"]
@@ -70,14 +70,14 @@ def at_schema_path(root: JSON, schema_path: Sequence[str | int]) -> Any:
             node = node[part]
         else:
             return None
-    return _resolve(root, node)
+    return resolve_ref(root, node)
 
 
 def at_instance_path(root: JSON, path: Sequence[str | int]) -> Any:
     """The subschema that describes the value at ``path``, following ``properties``,
     ``additionalProperties``, ``items``/``prefixItems`` and local ``$ref``s; None when
     the schema does not say (an ``anyOf`` on the way, say)."""
-    node: Any = _resolve(root, root)
+    node: Any = resolve_ref(root, root)
     for part in path:
         if not isinstance(node, dict):
             return None
@@ -97,7 +97,7 @@ def at_instance_path(root: JSON, path: Sequence[str | int]) -> Any:
                 node = node["additionalProperties"]
             else:
                 return None
-        node = _resolve(root, node)
+        node = resolve_ref(root, node)
     return node
 
 
@@ -159,7 +159,7 @@ def describe(schema: Any, root: JSON | None = None, depth: int = 0) -> str:
     ``an integer >= 0``, ``one of: "asc", "desc"``, ``an object with title (string,
     required)``; empty when the schema says nothing a model could act on."""
     if root is not None:
-        schema = _resolve(root, schema)
+        schema = resolve_ref(root, schema)
     if schema is True or schema == {}:
         return "any value"
     if schema is False:
