@@ -36,7 +36,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import login
+from . import install, login
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -424,6 +424,7 @@ def _parser() -> argparse.ArgumentParser:
                      "must refuse with 401")
     chk.add_argument("rest", nargs="*", metavar="URL")
     login.add_parsers(sub)
+    install.add_parser(sub)
     return p
 
 
@@ -489,6 +490,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_check(args)
         if args.command == "logout":
             return login.cmd_logout(args)
+        if args.command == "install":
+            try:
+                return install.install(args, _load_server)
+            except install.InstallError as exc:
+                _fail(str(exc), EXIT_ERROR)
         import anyio
 
         if args.command == "login":
