@@ -394,3 +394,34 @@ async def test_thousand_concurrent_tasks() -> None:
         assert len(set(ids)) == 1000 and len(results) == 1000
         assert all(r["content"][0]["text"] == "slept" for r in results)
         assert time.monotonic() - begin < 60
+
+
+class _Out:
+    def wake(self, now: bool) -> None:
+        return None
+
+
+class _Principal:
+    def __init__(self, identity: str) -> None:
+        self.identity = identity
+
+
+def test_owner_binds_principal_and_session_r25_11_tasks_15() -> None:
+    """R25-11.TASKS.15: a task belongs to the principal's identity (when the request was
+    authenticated) and, on a stateful session, to that session (its HTTP session id when
+    it has one, so a resumed session keeps its tasks); a stateless request without a
+    principal has only the unguessable id."""
+    from mcpkit.server.task_calls import owner_of
+    from mcpkit.session import Session
+
+    server = make_server()
+    alice, bob, anon = (Session(server.connection(), output=_Out()) for _ in range(3))
+    alice.principal, bob.principal = _Principal("alice"), _Principal("bob")
+    assert owner_of(alice, True) == "alice\n" != owner_of(bob, True)
+    assert owner_of(anon, True) == "\n"
+    assert owner_of(alice, False) == owner_of(alice, False) != owner_of(anon, False)
+    assert owner_of(alice, False).startswith("alice\n")
+    alice.key = "session-1"
+    assert owner_of(alice, False) == "alice\nsession-1"
+    bob.key = "session-1"  # the same session id under another identity: another owner
+    assert owner_of(bob, False) != owner_of(alice, False)

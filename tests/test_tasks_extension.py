@@ -32,6 +32,7 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 MISSING_CAPABILITY = -32021
 NAME = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+SUB = "io.modelcontextprotocol/subscriptionId"
 WITH_EXT = {"elicitation": {}, "extensions": {EXTENSION: {}}}
 
 
@@ -279,3 +280,35 @@ async def test_sqlite_restart_keeps_results_and_fails_orphans(tmp_path: Path) ->
         assert orphan["error"]["code"] == -32603
     for handle in handles:
         handle.cancel()
+
+
+async def test_listen_stream_reports_task_status() -> None:
+    """SEP-2663 status notifications: subscriptions/listen with taskIds (the extension
+    declared) acknowledges the caller's live tasks and then sends notifications/tasks, the
+    DetailedTask tagged with the subscription id, at each change; without the extension
+    the listen request is -32021."""
+    async with raw_peer(make_server(), MODERN) as peer:
+        peer.unchecked.add("notifications/tasks")  # the extension's; not in the schema
+        created = await create(peer, "work", {"seconds": 30})
+        task_id = created["taskId"]
+        error = (await call(peer, "subscriptions/listen", {"notifications": {
+            "taskIds": [task_id]}}, {}))["error"]
+        assert error["code"] == MISSING_CAPABILITY
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(lambda: call(peer, "subscriptions/listen", {"notifications": {
+                "taskIds": [task_id, "not-mine"]}}, timeout=30))
+            await peer.wait_for(lambda: any(
+                n["method"] == "notifications/subscriptions/acknowledged"
+                for n in peer.notifications))
+            (ack,) = [n for n in peer.notifications
+                      if n["method"] == "notifications/subscriptions/acknowledged"]
+            assert ack["params"]["notifications"]["taskIds"] == [task_id]
+            await call(peer, "tasks/cancel", {"taskId": task_id})
+            await peer.wait_for(lambda: any(
+                n["method"] == "notifications/tasks" for n in peer.notifications))
+            (note,) = [n for n in peer.notifications if n["method"] == "notifications/tasks"]
+            assert note["params"]["taskId"] == task_id
+            assert note["params"]["status"] == "cancelled"
+            assert note["params"]["_meta"][SUB] == ack["params"]["_meta"][SUB]
+            assert {"createdAt", "lastUpdatedAt", "ttlMs"} <= set(note["params"])
+            tg.cancel_scope.cancel()

@@ -58,7 +58,9 @@ class Methods:
             "subscriptions/listen": self._listen,
         }
         self._task_calls = TaskCalls(tasks, seal)
-        self._table.update(TaskMethods(tasks).table)
+        self._tasks = TaskMethods(tasks)
+        self._table.update(self._tasks.table)
+        tasks.on_change = lambda run: peers.task_changed(run.task_id, self._tasks.notice(run))
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         """The session's request handler."""
@@ -229,6 +231,9 @@ class Methods:
         uris = wanted.get("resourceSubscriptions")
         if isinstance(uris, list) and uris:
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
+        ids = wanted.get("taskIds")
+        if isinstance(ids, list) and ids:  # the tasks extension's notifications/tasks
+            honoured["taskIds"] = self._tasks.watchable(session, event, ids)
         return self._peers.listen(session, event.id, honoured)
 
     # ------------------------------------------------------------------ prompts

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import weakref
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
@@ -64,6 +63,8 @@ def owner_of(session: Session, stateless: bool) -> str:
     if where is None:
         where = _session_keys.get(session)
         if where is None:
+            import secrets
+
             where = _session_keys[session] = secrets.token_urlsafe(16)
     return f"{who}\n{where}"
 

@@ -97,6 +97,19 @@ class TaskMethods:
             raise unknown_task(task_id)
         return found or None
 
+    def watchable(self, session: Session, event: RequestReceived, ids: list[Any]
+                  ) -> list[str]:
+        """The ``taskIds`` of a ``subscriptions/listen`` the server agrees to report on:
+        the caller's live tasks (at most 1000); the extension must be declared (-32021)."""
+        form = self._form(event)
+        owner = owner_of(session, event.meta is not None)
+        return [i for i in ids[:1000] if isinstance(i, str)
+                and isinstance(self.manager.find_now(i, owner, form), tuple)]
+
+    def notice(self, run: TaskRun) -> JSONObject:
+        """``notifications/tasks`` params: the DetailedTask ``tasks/get`` would answer."""
+        return self._view(EXT, run, run.record)
+
     def get(self, session: Session, event: RequestReceived) -> HandlerResult:
         form = self._form(event)
         found = self._now(session, event, form)

@@ -19,9 +19,8 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
-from collections.abc import Coroutine
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal
 
 import anyio
@@ -214,6 +213,9 @@ class TaskManager:
         self._handles: set[asyncio.Task[None]] = set()
         self._ready = False
         self._next_sweep = 0.0
+        #: Called with an extension task after each status change (``notifications/tasks``
+        #: on the listen streams watching it).
+        self.on_change: Callable[[TaskRun], None] | None = None
 
     async def _start(self) -> None:
         """Once per process: fail the tasks a previous process left unfinished."""
@@ -234,6 +236,8 @@ class TaskManager:
     async def create(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
                      session: Session | None, progress_token: str | int | None) -> TaskRun:
         """A new ``working`` task, durably stored before this returns (SEP-2663)."""
+        import secrets  # here, not at import: a server without tasks never needs it
+
         await self._start()
         now = time.time()
         if now >= self._next_sweep:
@@ -283,6 +287,8 @@ class TaskManager:
         session = run.session
         if session is not None and not session.closed and not run.form.extension:
             session.notify(CORE_STATUS_NOTIFICATION, self.view(record, run.form))
+        elif run.form.extension and self.on_change is not None:
+            self.on_change(run)
         return True
 
     def _finish(self, run: TaskRun) -> None:
