@@ -107,20 +107,33 @@ async def test_a_task_ends_with_what_the_plain_call_returns(version: str) -> Non
 
 
 async def test_listening_for_a_tasks_notifications() -> None:
-    """The handle waits on ``notifications/tasks`` when a listen stream asks for them and
-    polls whatever the server agreed to (mcpkit's server does not push them yet: the
-    acknowledgement leaves ``taskIds`` out, and the task still ends by polling)."""
+    """``listen(task_ids=...)`` asks for ``notifications/tasks``; they reach the handles'
+    watchers (which wake a waiting handle before its next poll) with the full task,
+    result inlined, and the handle still ends with the right state and result."""
     async with client_for(V2026_07_28) as client:
         with anyio.fail_after(LIMIT):
-            handle = await client.call_tool("slow_compute", {"seconds": 0.2}, task=True)
-            assert handle.task_id is not None
-            async with client.listen(task_ids=[handle.task_id]) as changes:
+            handle = await client.call_tool("slow_compute", {"seconds": 0.3}, task=True)
+            task_id = handle.task_id
+            assert task_id is not None
+            watchers = client.task_watchers
+            watchers.watch(task_id)
+            async with client.listen(task_ids=[task_id]) as changes:
                 ack = await changes.receive()
-                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+                pushed = None
+                for _ in range(10):  # working, then completed: a few at most
+                    pushed = await watchers.next(task_id, LIMIT)
+                    if pushed is not None and pushed.terminal:
+                        break
+                watchers.unwatch(task_id)
+                assert pushed is not None and pushed.status == "completed"
+                assert pushed.result is not None
+                assert pushed.result["content"][0]["text"] == "Computed result in 0.3s"
                 final = await handle.wait()
-        assert final is not None and final.status == "completed"
+                assert final is not None and final.status == "completed"
+                assert (await handle.result()).text == "Computed result in 0.3s"
         sent = client.wire.sent_with("subscriptions/listen")[0]["params"]["notifications"]
-        assert sent == {"taskIds": [handle.task_id]}
+        assert sent == {"taskIds": [task_id]}
         check_wire(client)
 
 
