@@ -411,3 +411,16 @@ async def test_a_cancel_that_loses_the_race() -> None:
                 await handle.cancel()
             assert caught.value.code == -32602
             assert (await handle.result()).text == "job done"
+
+
+@BOTH
+async def test_no_cancel_or_list_unless_declared() -> None:
+    async with raw("bare") as client:
+        handle = await client.call_tool("job", task=True)
+        with anyio.fail_after(LIMIT):
+            with pytest.raises(CapabilityNotSupported, match=r"tasks\.cancel"):
+                await handle.cancel()
+            with pytest.raises(CapabilityNotSupported, match=r"tasks\.cancel"):
+                await client.cancel_task("t-1")
+            with pytest.raises(CapabilityNotSupported, match=r"tasks\.list"):
+                await client.list_tasks()

@@ -14,6 +14,7 @@ task-augmented ``tools/call "job"``, then behaves according to MODE:
     badstatus ``tasks/get`` answers status ``"done"`` (not a status)
     racy      the task completes on the first ``tasks/get``; ``tasks/cancel`` then
               answers -32602 (it ended first); ``tasks/result`` returns the result
+    bare      like stuck, but the ``tasks`` capability has neither ``list`` nor ``cancel``
 """
 
 from __future__ import annotations
@@ -55,9 +56,11 @@ def on_get() -> dict[str, Any]:
 
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any] | tuple[int, str]:
     if method == "initialize":
+        tasks: dict[str, Any] = {"requests": {"tools": {"call": {}}}}
+        if MODE != "bare":
+            tasks.update({"list": {}, "cancel": {}})
         return {"protocolVersion": params.get("protocolVersion", "2025-11-25"),
-                "capabilities": {"tools": {}, "tasks": {"list": {}, "cancel": {},
-                                                        "requests": {"tools": {"call": {}}}}},
+                "capabilities": {"tools": {}, "tasks": tasks},
                 "serverInfo": {"name": "tasks-raw", "version": "0"}}
     if method == "tools/list":
         return {"tools": [TOOL]}

@@ -58,6 +58,7 @@ from .task_host import TaskHost
 from .tasks import (
     TaskHandle,
     TaskWatchers,
+    cancel_params,
     offers,
     read_plain,
     read_task,
@@ -513,8 +514,9 @@ class Client:
 
     async def cancel_task(self, task_id: str) -> t.Task | None:
         """Ask the server to cancel task ``task_id``; its state in 2025-11-25 (a task that
-        has ended: ``RemoteError`` -32602), None in 2026-07-28 (an acknowledgement)."""
-        res = await self.request("tasks/cancel", {"taskId": task_id})
+        has ended: ``RemoteError`` -32602; ``CapabilityNotSupported`` without
+        ``tasks.cancel``), None in 2026-07-28 (an acknowledgement)."""
+        res = await self.request("tasks/cancel", cancel_params(self, task_id))
         return None if self.stateless_version else read_task(res, "tasks/cancel")
 
     async def follow_task(self, task_id: str) -> TaskHandle:

@@ -245,10 +245,12 @@ class TaskHandle:
         """Ask the server to cancel the task (``tasks/cancel``); returns its state when the
         server reports one (2025-11-25; the 2026-07-28 acknowledgement is empty, and the
         task may still end otherwise). A task already ended is the server's
-        ``RemoteError`` (-32602) in 2025-11-25."""
+        ``RemoteError`` (-32602) in 2025-11-25; ``CapabilityNotSupported`` when a
+        2025-11-25 server did not declare ``tasks.cancel``."""
         if self.task_id is None:
             return None
-        res = await self._client.request("tasks/cancel", {"taskId": self.task_id})
+        res = await self._client.request("tasks/cancel", cancel_params(self._client,
+                                                                      self.task_id))
         if self._stateless:
             return self.task
         return self._seen(read_task(res, "tasks/cancel"), "tasks/cancel")
@@ -471,3 +473,12 @@ def offers(capabilities: JSONObject, what: str) -> bool:
     ``cancel``: an object, empty or not)."""
     tasks = capabilities.get("tasks")
     return isinstance(tasks, dict) and isinstance(tasks.get(what), dict)
+
+
+def cancel_params(client: Client, task_id: str) -> JSONObject:
+    """The params of ``tasks/cancel``, once the server is known to take it (2025-11-25:
+    ``tasks.cancel`` declared; R25-11.TASKS.1)."""
+    if client.stateless_version is None and not offers(client.server_capabilities, "cancel"):
+        raise CapabilityNotSupported("the server did not declare tasks.cancel: its tasks "
+                                     "cannot be cancelled")
+    return {"taskId": task_id}
