@@ -288,6 +288,25 @@ class InvalidToken(AuthError):
     audience, unknown key, inactive): HTTP 401 ``invalid_token``."""
 
 
+class InvalidDPoPProof(AuthError):
+    """A request presenting a token with the ``DPoP`` scheme carries no valid DPoP proof
+    (RFC 9449 §4.3: missing, several, malformed, wrong signature, type, method, URL,
+    time, token hash, key, or a replay): HTTP 401 ``invalid_dpop_proof``."""
+
+    error = "invalid_dpop_proof"
+
+
+class UseDPoPNonce(AuthError):
+    """The DPoP proof lacks the server's current nonce (RFC 9449 §9): HTTP 401
+    ``use_dpop_nonce``, with the nonce to use in ``DPoP-Nonce``."""
+
+    error = "use_dpop_nonce"
+
+    def __init__(self, description: str, nonce: str) -> None:
+        super().__init__(description)
+        self.nonce = nonce
+
+
 class AuthorizationFailed(MCPError):
     """The client side of OAuth could not obtain a token for an MCP server: discovery
     found no usable metadata, the authorization server does not support PKCE S256, no
