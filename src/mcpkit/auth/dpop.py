@@ -109,8 +109,8 @@ class DPoPChecker:
         self.nonce_lifetime = nonce_lifetime
         self._seen: TokenCache[bool] = TokenCache(max_proofs)
         self._secret = secrets.token_bytes(32)
-        self._registries = {alg: jws.JWSRegistry(algorithms=[alg], strict_check_header=False)
-                            for alg in self.algorithms}
+        self._registries = {alg: _registry([alg]) for alg in self.algorithms}
+        self._reader = _registry(list(self.algorithms))
 
     def __repr__(self) -> str:
         return (f"DPoPChecker(algorithms={list(self.algorithms)!r}, max_age={self.max_age}, "
@@ -177,7 +177,7 @@ class DPoPChecker:
     def _verified(self, proof: str) -> tuple[dict[str, Any], _Key]:
         """(claims, public key) of a proof whose signature and form are right."""
         try:
-            signed = jws.extract_compact(proof.encode("ascii"))
+            signed = jws.extract_compact(proof.encode("ascii"), registry=self._reader)
         except (JoseError, ValueError, TypeError):
             raise InvalidDPoPProof("the DPoP proof is not a well-formed JWT") from None
         header = signed.headers()
@@ -207,6 +207,14 @@ class DPoPChecker:
         if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
             raise InvalidDPoPProof("the DPoP proof has no usable jti")
         return claims, key
+
+
+def _registry(algorithms: list[str]) -> jws.JWSRegistry:
+    """A registry for ``algorithms`` whose header limit fits a proof's embedded RSA key
+    (joserfc's default, 512 bytes, does not); the whole proof is bounded before."""
+    registry = jws.JWSRegistry(algorithms=algorithms, strict_check_header=False)
+    registry.max_header_length = MAX_PROOF_LENGTH
+    return registry
 
 
 def _public_key(value: Any, alg: str) -> _Key:
