@@ -102,6 +102,8 @@ class OAuth(httpx.Auth):
         self.allow_private_networks = allow_private_networks
         self.dpop: DPoPKey | None = DPoPKey() if dpop is True else dpop or None
         self.dpop_nonces = DPoPNonces()
+        self._own_jwk = self.dpop.private_jwk if self.dpop is not None else None
+        self._stored_key: tuple[dict[str, Any], DPoPKey] | None = None  # the last one read
         self._servers: dict[str, _Server] = {}
         self._thread_lock = threading.Lock()
         self._task_lock: anyio.Lock | None = None
@@ -164,7 +166,7 @@ class OAuth(httpx.Auth):
     def _present(self, request: httpx.Request, tokens: Tokens) -> None:
         """``Authorization: Bearer <token>``, or for a DPoP-bound token ``Authorization:
         DPoP <token>`` and a fresh proof in ``DPoP`` (RFC 9449 §7.1)."""
-        key = dpop_from_store(tokens.dpop_jwk) if tokens.dpop_bound else None
+        key = self._key_of(tokens)
         if key is None:
             request.headers["authorization"] = f"Bearer {tokens.access_token}"
             request.headers.pop("dpop", None)
@@ -176,9 +178,22 @@ class OAuth(httpx.Auth):
     def _prover(self, held: Tokens | None = None) -> Prover | None:
         """What proves possession at the token endpoint: the key ``held`` is bound to
         (its refresh token is bound to it too), else this client's key, else nothing."""
-        key = dpop_from_store(held.dpop_jwk) if held is not None and held.dpop_bound else None
-        key = key or self.dpop
+        key = (self._key_of(held) if held is not None else None) or self.dpop
         return None if key is None else Prover(key, self.dpop_nonces)
+
+    def _key_of(self, tokens: Tokens) -> DPoPKey | None:
+        """The key a DPoP-bound token is bound to (None for a bearer token or an unusable
+        key): this client's own, else the one kept with it (read once, then reused)."""
+        if not tokens.dpop_bound or tokens.dpop_jwk is None:
+            return None
+        if tokens.dpop_jwk == self._own_jwk:
+            return self.dpop
+        if self._stored_key is not None and self._stored_key[0] == tokens.dpop_jwk:
+            return self._stored_key[1]
+        key = dpop_from_store(tokens.dpop_jwk)
+        if key is not None:
+            self._stored_key = (tokens.dpop_jwk, key)
+        return key
 
     def _discover(self, server: str, known: _Server,
                   challenge: BearerChallenge) -> Generator[Step, Any, Discovery]:
