@@ -113,6 +113,19 @@ async def test_the_client_retries_with_the_server_s_nonce(
     assert auth.dpop_nonces.get(nonce_notes.url) is not None
 
 
+async def test_a_tool_s_scope_is_challenged_in_dpop_and_the_client_steps_up(
+        oidc: OidcProvider, notes: LiveServer) -> None:
+    """``write_note`` needs ``notes:write``: the 403 names it in a ``DPoP`` challenge
+    (the token is DPoP-bound) and the client asks for the union, then the call works."""
+    auth = ClientCredentialsAuth("app", SECRET, scopes=["notes:read"], dpop=True)
+    with anyio.fail_after(30):
+        async with Client(notes.url, auth=auth) as client:
+            result = await client.call_tool("write_note", {"text": "hi"})
+    assert not result.is_error, result
+    assert auth.store.get_tokens(oidc.issuer, notes.url).scopes == (  # type: ignore[union-attr]
+        "notes:read", "notes:write")
+
+
 async def test_a_dpop_alg_oidc_provider_does_not_list_is_refused_before_asking(
         oidc: OidcProvider, notes: LiveServer) -> None:
     metadata = oidc.http.get(f"{oidc.issuer}/.well-known/openid-configuration").json()

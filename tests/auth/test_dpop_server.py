@@ -30,6 +30,8 @@ import pytest
 from joserfc import jwk, jws
 
 from mcpkit.auth import (
+    AccessToken,
+    Auth,
     BearerAuth,
     DPoPChecker,
     Fetcher,
@@ -90,6 +92,7 @@ def dpop(token: str, the_proof: str | None = None) -> list[tuple[str, str]]:
 @asynccontextmanager
 async def protected(idp: IdP, checker: DPoPChecker | None = None, *, verifier: Any = None,
                     base_url: str = PUBLIC, reuse_seconds: float = 1.0,
+                    required_scopes: tuple[str, ...] = (),
                     ) -> AsyncIterator[tuple[httpx.AsyncClient, Echo]]:
     fetcher = Fetcher(timeout=2.0)
     echo = Echo()
@@ -98,7 +101,8 @@ async def protected(idp: IdP, checker: DPoPChecker | None = None, *, verifier: A
                                          scopes_supported=["notes:read"]),
         verifier=verifier or JWTVerifier(issuer=idp.issuer, audience=RESOURCE,
                                          jwks_uri=idp.jwks_uri, fetcher=fetcher),
-        dpop=checker if checker is not None else DPoPChecker(), reuse_seconds=reuse_seconds)
+        dpop=checker if checker is not None else DPoPChecker(), reuse_seconds=reuse_seconds,
+        required_scopes=required_scopes)
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
                                      base_url=base_url) as client:
@@ -268,6 +272,19 @@ async def test_the_401_challenges_offer_bearer_and_dpop_with_algs(idp: IdP) -> N
     assert values[1].startswith("DPoP ") and 'algs="ES256 PS256"' in values[1]
 
 
+async def test_insufficient_scope_is_challenged_in_the_scheme_used(idp: IdP) -> None:
+    token = idp.sign(idp.claims(cnf={"jkt": KEY.thumbprint()}, scope="notes:read"))
+    plain = idp.sign(idp.claims(scope="notes:read"))
+    async with protected(idp, required_scopes=("notes:admin",)) as (client, echo):
+        bound_reply = await client.post("/mcp", headers=dpop(token, proof(token)))
+        plain_reply = await client.post("/mcp", headers={"authorization": f"Bearer {plain}"})
+    assert dpop_error(bound_reply) == (403, "insufficient_scope", "insufficient_scope")
+    assert 'scope="notes:admin"' in bound_reply.headers["www-authenticate"]
+    assert plain_reply.status_code == 403
+    assert plain_reply.headers["www-authenticate"].startswith(
+        'Bearer error="insufficient_scope"') and echo.calls == 0
+
+
 async def test_without_dpop_a_bound_token_is_refused_under_either_scheme(idp: IdP) -> None:
     token = bound(idp)
     verifier = JWTVerifier(issuer=idp.issuer, audience=RESOURCE, jwks_uri=idp.jwks_uri)
@@ -316,3 +333,21 @@ def test_a_checker_refuses_symmetric_or_unknown_algorithms() -> None:
     for algs in (["HS256"], ["none"], ["XX999"], []):
         with pytest.raises(ValueError):
             DPoPChecker(algorithms=algs)
+
+
+def test_a_tool_s_403_is_in_the_dpop_scheme_for_a_bound_token() -> None:
+    """What ``ScopeGuard`` sends for a call lacking a tool's scope (Auth.insufficient)."""
+    def token(claims: dict[str, Any]) -> AccessToken:
+        return AccessToken(subject="a", client_id=None, scopes=(), expires_at=None,
+                           issuer=None, audience=(), claims=claims)
+
+    resource = ProtectedResource(RESOURCE, ["https://auth.example.com"])
+    with_dpop = Auth(object(), resource=resource, dpop=True)  # type: ignore[arg-type]
+    without = Auth(object(), resource=resource)  # type: ignore[arg-type]
+    bound = token({"cnf": {"jkt": KEY.thumbprint()}})
+    assert with_dpop.insufficient(["w"], "needs w", bound).startswith(
+        'DPoP error="insufficient_scope", scope="w"')
+    assert 'algs="RS256 RS384' in with_dpop.insufficient(["w"], None, bound)
+    for auth, access in ((with_dpop, token({})), (without, bound), (with_dpop, None)):
+        assert auth.insufficient(["w"], None, access).startswith(
+            'Bearer error="insufficient_scope"')

@@ -97,8 +97,15 @@ def unauthorized(resource_metadata: str, scopes: Iterable[str] = (),
 
 
 def insufficient_scope(resource_metadata: str, scopes: Iterable[str],
-                       description: str | None = None) -> str:
-    """The 403 challenge naming every scope that would satisfy the request."""
+                       description: str | None = None, *,
+                       dpop_algs: Iterable[str] | None = None) -> str:
+    """The 403 challenge naming every scope that would satisfy the request; in the
+    ``DPoP`` scheme (with its ``algs``) when ``dpop_algs`` is given, for a request that
+    presented its token with DPoP (RFC 9449 §7.1)."""
+    if dpop_algs is not None:
+        return dpop_challenge(dpop_algs, error="insufficient_scope",
+                              error_description=description, scopes=scopes,
+                              resource_metadata=resource_metadata)
     return bearer_challenge(error="insufficient_scope", error_description=description,
                             scopes=scopes, resource_metadata=resource_metadata)
 

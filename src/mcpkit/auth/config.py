@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..protocol.scopes import check_scopes
+from .access_token import AccessToken
 from .challenge import insufficient_scope
 from .dpop import DPoPChecker
 from .metadata import ProtectedResource
@@ -64,9 +65,16 @@ class Auth:
                           required_scopes=self.required_scopes,
                           reuse_seconds=self.reuse_seconds, dpop=self.dpop)
 
-    def insufficient(self, scopes: Iterable[str], description: str | None = None) -> str:
-        """The ``WWW-Authenticate`` value of a 403 for a request needing ``scopes``."""
-        return insufficient_scope(self.resource.metadata_url, scopes, description)
+    def insufficient(self, scopes: Iterable[str], description: str | None = None,
+                     access: AccessToken | None = None) -> str:
+        """The ``WWW-Authenticate`` value of a 403 for a request needing ``scopes``: in
+        the ``DPoP`` scheme when ``access`` is a DPoP-bound token (which the middleware
+        let through only presented with DPoP), else ``Bearer``."""
+        cnf = access.claims.get("cnf") if access is not None else None
+        bound = self.dpop is not None and isinstance(cnf, dict) and "jkt" in cnf
+        return insufficient_scope(self.resource.metadata_url, scopes, description,
+                                  dpop_algs=self.dpop.algorithms if bound and self.dpop
+                                  else None)
 
     async def aclose(self) -> None:
         """Close the verifier, when it has an ``aclose()`` (the shipped ones close the

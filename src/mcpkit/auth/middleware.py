@@ -160,8 +160,9 @@ class BearerAuth:
             return
         if self.required_scopes and access.missing_scopes(self.required_scopes):
             needed = f"this request needs the scopes: {' '.join(self.required_scopes)}"
+            algs = self.dpop.algorithms if self.dpop is not None and scheme == "dpop" else None
             await self._refuse(send, 403, "insufficient_scope", needed, [insufficient_scope(
-                self.resource.metadata_url, self.required_scopes, needed)])
+                self.resource.metadata_url, self.required_scopes, needed, dpop_algs=algs)])
             return
         state = scope.get("state")
         if isinstance(state, dict):  # the server's per-request copy: ours to add to
