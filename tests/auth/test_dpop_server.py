@@ -186,6 +186,9 @@ def _cases(idp: IdP, token: str) -> dict[str, tuple[list[tuple[str, str]], str]]
         "no iat": (dpop(token, proof(token, iat=None)), "iat"),
         "ath mismatch": (dpop(token, proof(token, ath=ath("another"))), "ath"),
         "no ath": (dpop(token, proof(token, ath=None)), "ath"),
+        "non-ascii ath": (dpop(token, proof(token, ath="ä" * 43)), "ath"),
+        "non-ascii htu": (dpop(token, proof(token, url="https://mcp.exämple.com/mcp")),
+                          "htu"),
         "another key": (dpop(token, proof(token, key=OTHER)), "not bound to"),
         "alg none": (dpop(token, unsigned({**head, "alg": "none", "jwk": public}, claims)),
                      "alg"),
@@ -206,6 +209,7 @@ def _cases(idp: IdP, token: str) -> dict[str, tuple[list[tuple[str, str]], str]]
 
 @pytest.mark.parametrize("case", [
     "wrong htu", "wrong htm", "stale iat", "future iat", "no iat", "ath mismatch", "no ath",
+    "non-ascii ath", "non-ascii htu",
     "another key", "alg none", "hs256", "private jwk", "wrong typ", "no jti",
     "curve mismatch", "huge", "garbage", "missing", "two headers"])
 async def test_a_hostile_proof_is_401_invalid_dpop_proof(idp: IdP, case: str) -> None:

@@ -160,9 +160,9 @@ class DPoPChecker:
                                    "make a new proof with the current time")
         expected = _b64url(hashlib.sha256(access_token.encode("ascii")).digest())
         if not isinstance(claims.get("ath"), str) or not hmac.compare_digest(
-                claims["ath"], expected):
+                claims["ath"].encode(), expected.encode()):  # bytes: any text compares
             raise InvalidDPoPProof("the DPoP proof's ath is not the hash of the token")
-        if not hmac.compare_digest(key.thumbprint(), jkt):
+        if not hmac.compare_digest(key.thumbprint().encode(), jkt.encode()):
             raise InvalidDPoPProof("the DPoP proof is signed by a key the token is not "
                                    "bound to")
         if self.nonces and not self._nonce_ok(claims.get("nonce"), now):
