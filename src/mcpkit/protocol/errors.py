@@ -41,7 +41,10 @@ Hierarchy::
     │   │                         ``status`` and OAuth ``error`` code of the answer
     │   ├── MalformedAuthorization 400 ``invalid_request``: the ``Authorization`` header
     │   │                         breaks RFC 6750, or a token came another way
-    │   └── InvalidToken          401 ``invalid_token``: not a token valid for this server
+    │   ├── InvalidToken          401 ``invalid_token``: not a token valid for this server
+    │   ├── InvalidDPoPProof      401 ``invalid_dpop_proof``: a DPoP-bound token without a
+    │   │                         valid proof of its key (RFC 9449)
+    │   └── UseDPoPNonce          401 ``use_dpop_nonce``: the proof lacks the server's nonce
     ├── VerifierUnavailable       503: the authorization server or its keys could not be
     │                             consulted, so no token can be judged (not the caller's fault)
     │   (raised by the OAuth client, ``mcpkit.auth.OAuth``:)
