@@ -114,6 +114,11 @@ class TaskCalls:
     def _as_task(self, session: Session, event: RequestReceived, tool: Tool,
                  arguments: JSONObject, ctx: Context, form: WireForm,
                  ttl: int | None) -> HandlerResult:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # trio: a task's handler outlives its request on asyncio only
+            raise InternalError("Internal error: this server runs tasks only on the asyncio "
+                                "event loop; call the tool without a task.") from None
         owner = owner_of(session, event.meta is not None)
         if self.manager.full(owner):
             return error_result(
