@@ -114,6 +114,11 @@ class TaskCalls:
     def _as_task(self, session: Session, event: RequestReceived, tool: Tool,
                  arguments: JSONObject, ctx: Context, form: WireForm,
                  ttl: int | None) -> HandlerResult:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # trio: a task's handler outlives its request on asyncio only
+            raise InternalError("Internal error: this server runs tasks only on the asyncio "
+                                "event loop; call the tool without a task.") from None
         owner = owner_of(session, event.meta is not None)
         if self.manager.full(owner):
             return error_result(
@@ -124,6 +129,10 @@ class TaskCalls:
         if tool.task_start == "explicit":
             return self._seal.run(event, ctx, self._explicit(session, tool, arguments, ctx,
                                                              form, owner, token))
+        run = self.manager.create_now(owner, form, "tools/call", ttl,
+                                      _notified(session, form), token)
+        if run is not None:  # answered inline: no task of its own for the request
+            return self._begin(run, tool, arguments, ctx)
         return self._eager(session, tool, arguments, ctx, form, owner, ttl, token)
 
     async def _eager(self, session: Session, tool: Tool, arguments: JSONObject, ctx: Context,
@@ -131,9 +140,14 @@ class TaskCalls:
                      token: str | int | None) -> JSONObject:
         run = await self.manager.create(owner, form, "tools/call", ttl, _notified(session,
                                                                                   form), token)
+        return self._begin(run, tool, arguments, ctx)
+
+    def _begin(self, run: TaskRun, tool: Tool, arguments: JSONObject, ctx: Context
+               ) -> JSONObject:
+        """Start ``run``'s handler; the ``CreateTaskResult`` that answers the call."""
         ctx.task = run
         self.manager.start(run, self._run(run, tool.call(arguments, ctx)))
-        return create_result(self.manager.view(run.record, form), form)
+        return create_result(self.manager.view(run.record, run.form), run.form)
 
     async def _explicit(self, session: Session, tool: Tool, arguments: JSONObject,
                         ctx: Context, form: WireForm, owner: str,

@@ -236,20 +236,41 @@ class TaskManager:
     async def create(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
                      session: Session | None, progress_token: str | int | None) -> TaskRun:
         """A new ``working`` task, durably stored before this returns (SEP-2663)."""
-        import secrets  # here, not at import: a server without tasks never needs it
-
         await self._start()
         now = time.time()
         if now >= self._next_sweep:
             self._next_sweep = now + 1.0
             await self.sweep(now)
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        await self.store.put(run.record)
+        return run
+
+    def create_now(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
+                   session: Session | None, progress_token: str | int | None
+                   ) -> TaskRun | None:
+        """``create`` without waiting, when nothing needs an await (the store keeps its
+        records in memory, no sweep is due): the call is then answered inline. None:
+        use ``create``."""
+        now = time.time()
+        store = self.store
+        if not self._ready or now >= self._next_sweep or not isinstance(store,
+                                                                       MemoryTaskStore):
+            return None
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        store.keep(run.record)
+        return run
+
+    def _new_run(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
+                 session: Session | None, progress_token: str | int | None, now: float
+                 ) -> TaskRun:
+        import secrets  # here, not at import: a server without tasks never needs it
+
         record = TaskRecord(secrets.token_urlsafe(24), owner, "ext" if form.extension
                             else "core", method, "working", now, now, self.ttl(ttl_ms),
                             self.poll_ms)
         run = TaskRun(self, record, form, session, progress_token)
         self.runs[record.task_id] = run
         self._live[owner] = self._live.get(owner, 0) + 1
-        await self.store.put(record)
         return run
 
     def start(self, run: TaskRun, work: Coroutine[Any, Any, None]) -> None:

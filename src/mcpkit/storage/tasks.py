@@ -122,6 +122,10 @@ class MemoryTaskStore:
         self._by_owner: dict[str, dict[str, TaskRecord]] = {}
 
     async def put(self, record: TaskRecord) -> None:
+        self.keep(record)
+
+    def keep(self, record: TaskRecord) -> None:
+        """``put`` without waiting (it never needs to, in memory)."""
         self._records[record.task_id] = record
         self._by_owner.setdefault(record.owner, {})[record.task_id] = record
 
