@@ -1,0 +1,36 @@
+"""Every Redis store of one deployment on one connection: ``RedisStores.from_url(url)``.
+
+``Server.asgi_app(store="redis://...")`` builds this and wires each part where it belongs:
+session records (and the shared ``requestState`` key), SSE event logs, rate-limit
+buckets. ``ttl`` is the session idle timeout (records and event logs expire that long
+after their last use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .redis_buckets import RedisBuckets
+from .redis_events import RedisEventStore
+from .redis_link import RedisLink
+from .redis_sessions import RedisSessionStore
+
+
+@dataclass(frozen=True, slots=True)
+class RedisStores:
+    """The Redis stores sharing ``link``."""
+
+    link: RedisLink
+    sessions: RedisSessionStore
+    events: RedisEventStore
+    buckets: RedisBuckets
+
+    @classmethod
+    def from_url(cls, url: str, *, ttl: float = 3600.0, max_events: int = 1000,
+                 prefix: str = "mcpkit:", timeout: float = 2.0) -> RedisStores:
+        """Stores on the Redis at ``url`` (``redis://``, ``rediss://`` or ``unix://``);
+        ``timeout``: seconds any one Redis call may take before the request needing it
+        gets a 503."""
+        link = RedisLink(url, prefix=prefix, timeout=timeout)
+        return cls(link, RedisSessionStore(link, ttl=ttl),
+                   RedisEventStore(link, max_events=max_events, ttl=ttl), RedisBuckets(link))
