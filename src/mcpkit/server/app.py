@@ -29,7 +29,15 @@ from .peers import Peers
 from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
-from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .serving import (
+    HttpOptions,
+    LifespanFactory,
+    SharedLifespan,
+    closing_stores,
+    log_to_stderr,
+    serve_stream,
+    shared_stores,
+)
 from .tools import Tool
 from .watch import CallWatch
 
@@ -37,6 +45,7 @@ if TYPE_CHECKING:
     from ..auth.config import Auth
     from ..auth.middleware import BearerAuth
     from ..storage.events import EventStore
+    from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
     from ..transports.http_server import StreamableHTTPApp
 
@@ -124,6 +133,7 @@ class Server:
             raise ValueError("rate_limit_store must be a BucketStore (with a take(key, "
                              f"cost, rate, burst) method), got {rate_limit_store!r}")
         default = as_limit(rate_limit, "Server(rate_limit=...)")
+        self._own_buckets = rate_limit_store is None  # asgi_app(store=...) may share them
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
         self._watch = CallWatch(Limiter(default, store), audit, audit_arguments)
         if default is not None or audit is not None:
@@ -361,6 +371,7 @@ class Server:
         legacy_messages_path: str = "/messages",
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
+        store: str | RedisStores | None = None,
     ) -> StreamableHTTPApp | BearerAuth:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
 
@@ -404,6 +415,13 @@ class Server:
         - ``session_store``: session records a restarted server takes back (a
           ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
           (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
+        - ``store``: run as one of several instances sharing all their state, on Redis
+          (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
+          session records, SSE event logs, the ``requestState`` key, rate-limit buckets
+          (unless ``Server(rate_limit_store=...)`` was given), and delivery between
+          instances; ``event_store``/``session_store`` given too win over its own. Any
+          instance then serves any request of any session (docs/deployment.md). Redis
+          unreachable: 503 with ``Retry-After`` to the requests that need it.
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -418,6 +436,15 @@ class Server:
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
             legacy_messages_path=legacy_messages_path,
         )
+        lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
+        if store is not None:
+            stores = shared_stores(store, session_idle_timeout)
+            event_store = stores.events if event_store is None else event_store
+            session_store = stores.sessions if session_store is None else session_store
+            config.bus = stores.bus
+            if self._own_buckets and self._watch.limiter is not None:
+                self._watch.limiter.store = stores.buckets
+            lifespan = functools.partial(closing_stores, lifespan, stores)
         if event_store is not None:
             config.event_store = event_store
         if session_store is not None:
@@ -430,7 +457,7 @@ class Server:
                 on_notification=self._methods.on_notification,
                 config=config,
                 on_session=self._peers.track,
-                lifespan=self.lifespan_scope,
+                lifespan=lifespan,
                 param_headers=self._registry.param_headers,
             )
         from ..auth.middleware import AUTH_STATE_KEY
@@ -443,7 +470,7 @@ class Server:
             on_notification=self._methods.on_notification,
             config=config,
             on_session=self._peers.track,
-            lifespan=functools.partial(closing_lifespan, self.lifespan_scope, auth),
+            lifespan=functools.partial(closing_lifespan, lifespan, auth),
             param_headers=self._registry.param_headers,
             call_guard=ScopeGuard(self._registry, auth),
         ))

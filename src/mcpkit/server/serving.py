@@ -25,6 +25,7 @@ from .peers import Peers
 
 if TYPE_CHECKING:
     from ..storage.events import EventStore
+    from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
     from .app import Server
 
@@ -59,6 +60,7 @@ class HttpOptions(TypedDict, total=False):
     legacy_messages_path: str
     event_store: EventStore | None
     session_store: SessionStore | None
+    store: str | RedisStores | None
 
 
 class SharedLifespan:
@@ -90,6 +92,27 @@ class SharedLifespan:
             if self._users == 0 and self._cm is not None:
                 cm, self._cm = self._cm, None
                 await cm.__aexit__(None, None, None)
+
+
+def shared_stores(store: str | RedisStores, ttl: float) -> RedisStores:
+    """The stores ``asgi_app(store=...)`` names: a ``redis://`` URL (records and event
+    logs expiring ``ttl`` seconds after their last use) or ``RedisStores`` as given."""
+    if isinstance(store, str):
+        from ..storage.redis_stores import RedisStores
+
+        return RedisStores.from_url(store, ttl=ttl)
+    return store
+
+
+@asynccontextmanager
+async def closing_stores(lifespan: Callable[[], AbstractAsyncContextManager[Any]],
+                         stores: RedisStores) -> AsyncIterator[Any]:
+    """``lifespan()``; when it ends, the stores' connections of this loop are closed."""
+    try:
+        async with lifespan() as state:
+            yield state
+    finally:
+        await stores.aclose()
 
 
 async def serve_stream(stream: ByteStream, connection: Connection, methods: Methods,

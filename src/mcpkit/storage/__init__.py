@@ -7,12 +7,14 @@ The Redis stores need the ``mcpkit[redis]`` extra; they are imported on first ac
 
 from typing import TYPE_CHECKING, Any
 
+from .bus import SessionBus
 from .events import EventStore, MemoryEventStore, SQLiteEventStore
 from .faults import StoreUnavailable
 from .sessions import MemorySessionStore, SessionStore, SharedSecret, SQLiteSessionStore
 
 if TYPE_CHECKING:
     from .redis_buckets import RedisBuckets
+    from .redis_bus import RedisBus
     from .redis_events import RedisEventStore
     from .redis_link import RedisLink
     from .redis_sessions import RedisSessionStore
@@ -20,6 +22,7 @@ if TYPE_CHECKING:
 
 _LAZY = {
     "RedisBuckets": "redis_buckets",
+    "RedisBus": "redis_bus",
     "RedisEventStore": "redis_events",
     "RedisLink": "redis_link",
     "RedisSessionStore": "redis_sessions",
@@ -41,12 +44,14 @@ __all__ = [
     "MemoryEventStore",
     "MemorySessionStore",
     "RedisBuckets",
+    "RedisBus",
     "RedisEventStore",
     "RedisLink",
     "RedisSessionStore",
     "RedisStores",
     "SQLiteEventStore",
     "SQLiteSessionStore",
+    "SessionBus",
     "SessionStore",
     "SharedSecret",
     "StoreUnavailable",

@@ -7,7 +7,9 @@ to ``max_events`` (exact ``MAXLEN``) and renews both keys' ``ttl``. Event ids ar
 ``"<stream>_<seq>"`` as in the other stores, so ``replay`` reads the one entry the client
 named (it must exist and be of that stream: else None) and everything after it with one
 ``XRANGE`` each, in one round trip, and keeps that stream's events: exactly once, in
-order, on any instance. Calls raise ``StoreUnavailable`` when Redis cannot be reached.
+order, on any instance. ``follow`` waits for the events a stream gets next (a resumed
+stream whose handler runs on another instance). Calls raise ``StoreUnavailable`` when
+Redis cannot be reached.
 """
 
 from __future__ import annotations
@@ -72,6 +74,22 @@ class RedisEventStore:
         out = [(f"{stream}_{int(eid.split(b'-')[0])}", fields[b"d"])
                for eid, fields in after if fields.get(b"s") == stream.encode()]
         return stream, out
+
+    async def follow(self, session_id: str, stream_id: str, after: int
+                     ) -> tuple[int, list[tuple[str, bytes]]]:
+        """(the last event number read, ``stream_id``'s events after event number
+        ``after``), waiting up to half the link's timeout for the first one to come."""
+        _, log = self._keys(session_id)
+        block = max(1, int(self.link.timeout * 500))
+        got: Any = await self.link.run("read new SSE events", lambda r: r.xread(
+            {log: f"{after}-0"}, count=100, block=block))
+        last, out = after, list[tuple[str, bytes]]()
+        for _name, entries in got or ():
+            for eid, fields in entries:
+                last = int(eid.split(b"-")[0])
+                if fields.get(b"s") == stream_id.encode():
+                    out.append((f"{stream_id}_{last}", fields[b"d"]))
+        return last, out
 
     async def drop(self, session_id: str) -> None:
         keys = self._keys(session_id)
