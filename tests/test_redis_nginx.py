@@ -12,7 +12,6 @@ the instance that held it was killed, and a DELETE is seen by every instance.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
 from contextlib import ExitStack
 from pathlib import Path
@@ -24,10 +23,8 @@ import pytest
 import redis
 
 from mcpkit.client import Client
-from tests.support.daemon import Daemon
-from tests.support.http import EVERYTHING, McpHttp, free_port
-from tests.support.nginx import Nginx
-from tests.support.redis import RedisServer
+from tests.support.deployment import Deployment
+from tests.support.http import McpHttp
 
 pytestmark = pytest.mark.anyio
 
@@ -35,26 +32,6 @@ pytestmark = pytest.mark.anyio
 @pytest.fixture
 def anyio_backend() -> str:
     return "asyncio"
-
-
-class Deployment:
-    """redis-server, ``count`` everything servers on it, nginx in front."""
-
-    def __init__(self, stack: ExitStack, tmp: Path, count: int = 3) -> None:
-        self.redis = stack.enter_context(RedisServer(appendonly=True))
-        self.instances: list[Daemon] = []
-        for n in range(count):
-            port = free_port()
-            daemon = Daemon([sys.executable, str(EVERYTHING), "--http", "--port", str(port),
-                             "--redis", self.redis.url], port, tmp / f"instance{n}.log")
-            stack.callback(daemon.stop)
-            daemon.start()
-            self.instances.append(daemon)
-        self.nginx = stack.enter_context(Nginx([d.port for d in self.instances]))
-        self.url = self.nginx.url
-
-    def direct(self, n: int) -> str:
-        return f"http://127.0.0.1:{self.instances[n].port}/mcp"
 
 
 @pytest.fixture(scope="module")
