@@ -192,3 +192,29 @@ async def test_redis_down_is_503_then_recovers_by_itself(client: McpHttp) -> Non
             await asyncio.sleep(0.1)
         assert reply.status == 200
         assert (await on(client, a).call_tool("echo", {"text": "back"})).status == 200
+
+
+async def test_a_stream_waits_out_a_redis_restart_and_loses_nothing(
+        client: McpHttp) -> None:
+    with RedisServer(appendonly=True) as redis, instances(redis.url, 2) as stack:
+        a, b = stack.servers  # type: ignore[attr-defined]
+        await on(client, a).initialize(capabilities=ELICIT)
+        call = {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "sleep", "arguments": {"seconds": 2}, "_meta": {"progressToken": 1}}}
+        async with on(client, a).open_post(call) as stream:
+            await stream.next_event()  # priming, stored
+            redis.stop()  # the progress at 1 s waits for Redis, in order
+            await asyncio.sleep(1.5)
+            redis.start()
+            got = [m for _, m in await stream.until_end(timeout=15)]
+        assert [m["params"]["progress"] for m in got if "method" in m] == [1.0, 2.0]
+        assert got[-1]["id"] == 3
+        # the bus is back too: an answer POSTed to B reaches the handler waiting on A
+        ask_call = {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {
+            "name": "test_elicitation", "arguments": {"message": "again?"}}}
+        async with on(client, a).open_post(ask_call) as stream:
+            _, ask = await stream.next_message(timeout=10)
+            answer = {"jsonrpc": "2.0", "id": ask["id"], "result": {"action": "decline"}}
+            assert (await on(client, b).post(answer)).status == 202
+            _, done = await stream.next_message(timeout=10)
+        assert done["result"]["content"][0]["text"] == "User response: action=decline, content={}"

@@ -3,14 +3,15 @@
 Each instance has one subscriber connection (per event loop) and one reader task that
 hands each message to the ``deliver`` callback of its session. Subscribing and publishing
 are bounded Redis calls (``StoreUnavailable`` when Redis cannot be reached). When the
-subscriber connection breaks, the reader waits a moment and reads again; redis-py
-reconnects and subscribes to the same channels again, so the bus recovers by itself
+subscriber connection breaks, the reader makes a new one every ``RETRY_SECONDS`` until it
+connects, and subscribes it to every channel listened to, so the bus recovers by itself
 (messages published meanwhile are lost: pub/sub keeps nothing).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Callable
 from typing import Any
@@ -19,27 +20,48 @@ from .redis_link import RedisLink
 
 log = logging.getLogger("mcpkit.storage")
 
+RETRY_SECONDS = 0.2
+"""Seconds between attempts to reconnect a broken subscriber connection."""
+
 
 class _Subscriber:
     """The subscriber connection and reader task of one event loop."""
 
     def __init__(self, link: RedisLink) -> None:
+        self.link = link
         self.pubsub: Any = link.client().pubsub(ignore_subscribe_messages=True)
         self.deliver: dict[bytes, Callable[[bytes], None]] = {}
         self.reader: asyncio.Task[None] | None = None
 
+    async def renew(self) -> None:
+        """A new subscriber connection, subscribed to every channel listened to (after
+        the old one broke: Redis restarted or the network failed)."""
+        old, self.pubsub = self.pubsub, self.link.client().pubsub(
+            ignore_subscribe_messages=True)
+        with contextlib.suppress(Exception):
+            await old.aclose()
+        if self.deliver:
+            await self.link.run("listen again", lambda r: self.pubsub.subscribe(*self.deliver))
+
     async def read(self) -> None:
+        broken = False
         while True:
             if not self.deliver:
                 await asyncio.sleep(0.05)
                 continue
             try:
+                if broken:
+                    await self.renew()
+                    broken = False
+                    log.warning("session bus: Redis subscriber connected again")
                 message = await self.pubsub.get_message(timeout=1.0)
             except asyncio.CancelledError:
                 raise
-            except Exception as exc:  # connection lost: redis-py reconnects on next read
-                log.warning("session bus: Redis subscriber failed (%s); reconnecting", exc)
-                await asyncio.sleep(0.5)
+            except Exception as exc:
+                if not broken:
+                    log.warning("session bus: Redis subscriber failed (%s); reconnecting", exc)
+                broken = True
+                await asyncio.sleep(RETRY_SECONDS)
                 continue
             if message is None or message.get("type") != "message":
                 continue

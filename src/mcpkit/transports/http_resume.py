@@ -49,6 +49,7 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
             items = await listener.take() if not listener.gone else []
             if listener.gone:
                 break
+            done = listener.ended and not items
             for event_id, data, final in items:
                 seq = int(event_id.rpartition("_")[2])
                 if skip_through is not None and seq <= skip_through:

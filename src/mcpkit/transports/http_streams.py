@@ -28,6 +28,7 @@ from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
+from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
 
@@ -35,17 +36,22 @@ log = logging.getLogger("mcpkit.http")
 
 MAX_BACKLOG = 1000
 """Server-initiated messages kept for a session without a GET stream (older are dropped)."""
+STORE_OUTAGE = 60.0
+"""Seconds an SSE stream waits for an unreachable event store before it ends."""
+STORE_RETRY = 0.5
+"""Seconds between attempts to store an event while the store is unreachable."""
 
 
 class Listener:
     """The live HTTP connection consuming one stream's events."""
 
-    __slots__ = ("gone", "items", "wakeup")
+    __slots__ = ("ended", "gone", "items", "wakeup")
 
     def __init__(self) -> None:
         self.items: list[tuple[str, bytes, bool]] = []
         self.wakeup = asyncio.Event()
         self.gone = False
+        self.ended = False
 
     def put(self, event_id: str, data: bytes, final: bool) -> None:
         self.items.append((event_id, data, final))
@@ -56,8 +62,13 @@ class Listener:
         self.gone = True
         self.wakeup.set()
 
+    def end(self) -> None:
+        """Nothing more will come (the stream failed): finish the response."""
+        self.ended = True
+        self.wakeup.set()
+
     async def take(self) -> list[tuple[str, bytes, bool]]:
-        while not self.items and not self.gone:
+        while not self.items and not self.gone and not self.ended:
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         items, self.items = self.items, []
@@ -174,7 +185,7 @@ class ResponseStream:
                     self.wakeup = asyncio.Event()
                 batch, self.queue = self.queue, []
                 for data, final in batch:
-                    event_id = await store.append(sid, self.id, data)
+                    event_id = await _stored(store, sid, self.id, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -183,10 +194,25 @@ class ResponseStream:
         except Exception:
             log.exception("SSE stream %s of session %s failed", self.id, sid)
             self.finished.set()
+            if self.listener is not None:
+                self.listener.end()  # the response ends; the client may resume
         finally:
             self._pump = False
             if self.finished.is_set():
                 self.session.resumable.pop(self.id, None)
+
+
+async def _stored(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
+    """``store.append``, retried while a shared store is unreachable (for at most
+    ``STORE_OUTAGE`` seconds): events wait in order and nothing is lost meanwhile."""
+    deadline = time.monotonic() + STORE_OUTAGE
+    while True:
+        try:
+            return await store.append(sid, stream_id, data)
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(STORE_RETRY)
 
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
