@@ -17,10 +17,12 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import ExitStack
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
 from mcpkit import Server
+from mcpkit.client import Client
 from tests.support.http import LiveServer, McpHttp, everything_server
 from tests.support.redis import RedisServer
 
@@ -120,6 +122,9 @@ async def test_get_stream_gets_what_another_instance_sends(
         assert reply.status == 200
         _, note = await get.next_message()
         assert note["method"] == "notifications/tools/list_changed"
+        await on(client, c).call_tool("test_trigger_prompt_change")
+        _, note = await get.next_message()  # once: A and B both hold the session
+        assert note["method"] == "notifications/prompts/list_changed"
         last = get.events[-1].id
         assert last is not None
     # the GET stream's connection broke; it resumes on C, which takes it over
@@ -218,3 +223,65 @@ async def test_a_stream_waits_out_a_redis_restart_and_loses_nothing(
             assert (await on(client, b).post(answer)).status == 202
             _, done = await stream.next_message(timeout=10)
         assert done["result"]["content"][0]["text"] == "User response: action=decline, content={}"
+
+
+def poking_server(url: str) -> Any:
+    """A server with one subscribable resource and a tool announcing its update."""
+    server = Server("poking")
+
+    @server.resource("test://counter", name="counter")
+    async def counter() -> str:
+        return "0"
+
+    @server.tool
+    async def poke() -> str:
+        """Announce that test://counter changed."""
+        server.notify_resource_updated("test://counter")
+        return "poked"
+
+    @server.tool
+    async def change() -> str:
+        """Announce that the tool list changed (a marker in the GET stream)."""
+        server.notify_list_changed("tools")
+        return "changed"
+
+    return server.asgi_app(store=url)
+
+
+async def test_resource_updates_reach_subscribers_on_any_instance(
+        redis: RedisServer, client: McpHttp) -> None:
+    with ExitStack() as stack:
+        a, b, c = (stack.enter_context(LiveServer(poking_server(redis.url)))
+                   for _ in range(3))
+        await on(client, a).initialize()
+        reply = await on(client, b).request("resources/subscribe", {"uri": "test://counter"})
+        assert reply.status == 200
+        async with on(client, a).open_get() as get:
+            await get.next_event()  # priming
+            assert (await on(client, c).call_tool("poke")).status == 200
+            _, note = await get.next_message()
+            assert note == {"jsonrpc": "2.0", "method": "notifications/resources/updated",
+                            "params": {"uri": "test://counter"}}
+            assert (await on(client, c).call_tool("change")).status == 200
+            _, note = await get.next_message()  # not a second update: only B delivers it
+            assert note["method"] == "notifications/tools/list_changed"
+            await on(client, b).request("resources/unsubscribe", {"uri": "test://counter"})
+            assert (await on(client, a).call_tool("poke")).status == 200
+            assert (await on(client, b).call_tool("change")).status == 200
+            _, note = await get.next_message()  # no update: nobody is subscribed
+            assert note["method"] == "notifications/tools/list_changed"
+
+
+async def test_listen_stream_hears_changes_made_on_another_instance(
+        three: list[LiveServer]) -> None:
+    a, b, _ = three
+    async with Client(a.url, mode="stateless") as listener, Client(
+            b.url, mode="stateless") as changer:
+        with anyio.fail_after(15):
+            async with listener.listen(tools=True) as changes:
+                ack = await changes.receive()
+                assert ack["method"] == "notifications/subscriptions/acknowledged"
+                await changer.call_tool("test_trigger_prompt_change")  # not asked for
+                await changer.call_tool("test_trigger_tool_change")
+                note = await changes.receive()
+                assert note["method"] == "notifications/tools/list_changed"

@@ -29,15 +29,7 @@ from .peers import Peers
 from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
-from .serving import (
-    HttpOptions,
-    LifespanFactory,
-    SharedLifespan,
-    closing_stores,
-    log_to_stderr,
-    serve_stream,
-    shared_stores,
-)
+from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .tools import Tool
 from .watch import CallWatch
 
@@ -437,43 +429,44 @@ class Server:
             legacy_messages_path=legacy_messages_path,
         )
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
+        sharing = None
         if store is not None:
+            from .sharing import Sharing, shared_stores
+
             stores = shared_stores(store, session_idle_timeout)
             event_store = stores.events if event_store is None else event_store
             session_store = stores.sessions if session_store is None else session_store
             config.bus = stores.bus
             if self._own_buckets and self._watch.limiter is not None:
                 self._watch.limiter.store = stores.buckets
-            lifespan = functools.partial(closing_stores, lifespan, stores)
+            sharing = Sharing(stores, self._peers, lifespan)
+            lifespan = sharing.scope
         if event_store is not None:
             config.event_store = event_store
         if session_store is not None:
             config.session_store = session_store
             self._seal.share(session_store)
-        if auth is None:
-            return StreamableHTTPApp(
-                self.connection,
-                on_request=self._methods.on_request,
-                on_notification=self._methods.on_notification,
-                config=config,
-                on_session=self._peers.track,
-                lifespan=lifespan,
-                param_headers=self._registry.param_headers,
-            )
-        from ..auth.middleware import AUTH_STATE_KEY
-        from .protection import ScopeGuard, closing_lifespan
+        guard = None
+        if auth is not None:
+            from ..auth.middleware import AUTH_STATE_KEY
+            from .protection import ScopeGuard, closing_lifespan
 
-        config.principal_key = AUTH_STATE_KEY
-        return auth.protect(StreamableHTTPApp(
+            config.principal_key = AUTH_STATE_KEY
+            lifespan = functools.partial(closing_lifespan, lifespan, auth)
+            guard = ScopeGuard(self._registry, auth)
+        app = StreamableHTTPApp(
             self.connection,
             on_request=self._methods.on_request,
             on_notification=self._methods.on_notification,
             config=config,
             on_session=self._peers.track,
-            lifespan=functools.partial(closing_lifespan, lifespan, auth),
+            lifespan=lifespan,
             param_headers=self._registry.param_headers,
-            call_guard=ScopeGuard(self._registry, auth),
-        ))
+            call_guard=guard,
+        )
+        if sharing is not None and app.shared is not None:
+            sharing.reaches = app.shared.reaches
+        return app if auth is None else auth.protect(app)
 
     def run(
         self,

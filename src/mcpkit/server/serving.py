@@ -94,27 +94,6 @@ class SharedLifespan:
                 await cm.__aexit__(None, None, None)
 
 
-def shared_stores(store: str | RedisStores, ttl: float) -> RedisStores:
-    """The stores ``asgi_app(store=...)`` names: a ``redis://`` URL (records and event
-    logs expiring ``ttl`` seconds after their last use) or ``RedisStores`` as given."""
-    if isinstance(store, str):
-        from ..storage.redis_stores import RedisStores
-
-        return RedisStores.from_url(store, ttl=ttl)
-    return store
-
-
-@asynccontextmanager
-async def closing_stores(lifespan: Callable[[], AbstractAsyncContextManager[Any]],
-                         stores: RedisStores) -> AsyncIterator[Any]:
-    """``lifespan()``; when it ends, the stores' connections of this loop are closed."""
-    try:
-        async with lifespan() as state:
-            yield state
-    finally:
-        await stores.aclose()
-
-
 async def serve_stream(stream: ByteStream, connection: Connection, methods: Methods,
                        peers: Peers, *, drain_timeout: float, stop_on_signals: bool) -> None:
     """Serve one client over ``stream`` until it closes (see the module docstring); the

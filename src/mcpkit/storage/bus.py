@@ -11,6 +11,10 @@ instance that ``listen``s for that session (each ignores what is not for it):
   holding it open writes it.
 - ``ENDED``: the session was deleted; every instance drops its copy at once.
 
+Deployment-wide changes go to ``DEPLOYMENT`` (a channel no session has), heard by every
+instance: ``LIST_CHANGED`` + a ``notifications/*/list_changed`` method, ``UPDATED`` + a
+resource URI (see ``mcpkit.server.sharing``).
+
 Delivery is at most once and only to instances listening at the time (Redis pub/sub):
 a message for a GET stream no instance holds open is dropped. Memory deployments have no
 bus (one process holds everything).
@@ -24,6 +28,10 @@ from typing import Protocol
 ANSWER = b"A"
 NOTIFY = b"N"
 ENDED = b"E"
+LIST_CHANGED = b"L"
+UPDATED = b"R"
+DEPLOYMENT = ""
+"""The "session id" of deployment-wide messages (no session has an empty id)."""
 
 
 class SessionBus(Protocol):
@@ -43,4 +51,4 @@ class SessionBus(Protocol):
         ...
 
 
-__all__ = ["ANSWER", "ENDED", "NOTIFY", "SessionBus"]
+__all__ = ["ANSWER", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "UPDATED", "SessionBus"]

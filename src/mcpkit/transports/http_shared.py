@@ -14,6 +14,9 @@ instances at once. ``SharedSessions`` keeps them consistent:
   ids are numbered from a random start per instance, so an answer names one request.
 - A message for the session's standalone GET stream produced where no GET stream is open
   is published, and the instance holding the GET stream writes it.
+- ``list_changed`` and ``resources/updated`` are announced to every instance
+  (``mcpkit.server.sharing``); ``reaches`` tells which instance writes them to a session:
+  the one holding its GET stream.
 - Stream ids carry the instance's token (``<token>-s3``; ``g`` for a GET stream), so
   events of one session from several instances never share an id; resumption on another
   instance follows or takes over the stream (``http_resume``).
@@ -33,6 +36,7 @@ from typing import Any
 
 import orjson
 
+from ..session import Session
 from ..storage.bus import ANSWER, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
@@ -58,6 +62,7 @@ class SharedSessions:
         self.bus = bus
         self._touch: Callable[[str], Any] = touch
         self.token = secrets.token_hex(4)
+        self._held: dict[Session, HttpSession] = {}  # the sessions adopted here
 
     async def adopt(self, session: HttpSession, ended: Callable[[str], None]) -> None:
         """Make ``session`` (new or restored here) one of the deployment's: instance-unique
@@ -65,6 +70,7 @@ class SharedSessions:
         another instance deletes it)."""
         session.bus = self.bus
         session.stream_prefix = f"{self.token}-"
+        self._held[session.session] = session
         session.conn.number_requests_from(secrets.randbelow(FIRST_ID_RANGE))
         await self.bus.listen(session.session_id,
                               functools.partial(_deliver, session, ended))
@@ -85,7 +91,15 @@ class SharedSessions:
 
     def leave(self, session: HttpSession) -> None:
         """Stop listening for a session dropped here (in the background)."""
+        self._held.pop(session.session, None)
         session.session.spawn(functools.partial(self._unlisten, session.session_id))
+
+    def reaches(self, session: Session) -> bool:
+        """Whether a deployment-wide notification for ``session`` is this instance's to
+        send: its GET stream is open here (several instances may hold the session; one
+        holds the stream). A session not shared (legacy HTTP+SSE) is always reached."""
+        held = self._held.get(session)
+        return held is None or held.standalone is not None
 
     async def _unlisten(self, sid: str) -> None:
         with contextlib.suppress(StoreUnavailable):
