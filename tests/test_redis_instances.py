@@ -20,6 +20,7 @@ from typing import Any
 import anyio
 import httpx
 import pytest
+import redis as redis_py
 
 from mcpkit import Server
 from mcpkit.client import Client
@@ -285,3 +286,32 @@ async def test_listen_stream_hears_changes_made_on_another_instance(
                 await changer.call_tool("test_trigger_tool_change")
                 note = await changes.receive()
                 assert note["method"] == "notifications/tools/list_changed"
+
+
+async def test_hostile_ids_and_damaged_records(three: list[LiveServer], redis: RedisServer,
+                                               client: McpHttp) -> None:
+    a, b, c = three
+    await on(client, a).initialize()
+    other = McpHttp(client.http, a.url)
+    await other.initialize()
+    async with other.open_post({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "test_tool_with_progress", "arguments": {},
+            "_meta": {"progressToken": 1}}}) as stream:
+        theirs = (await stream.next_event()).id
+        await stream.until_end()
+    assert theirs is not None
+    # another session's event id, on an instance that holds neither: 400, nothing replayed
+    async with on(client, b).open_get(last_event_id=theirs) as resumed:
+        assert resumed.status == 400
+        assert "Last-Event-ID" in (await resumed.body()).json["error"]["message"]
+    for bad in ("x" * 101, "no-such-session", ""):
+        reply = await on(client, c).request("ping", headers=client.headers(
+            mcp_session_id=bad))
+        assert reply.status == (400 if bad == "" else 404), bad
+    # a record damaged in Redis: no session, on the instance that held it and on the others
+    with redis_py.Redis.from_url(redis.url) as r:
+        r.set(f"mcpkit:s:{{{client.session_id}}}", b"\xff{not json")
+    for server in (a, b):
+        reply = await on(client, server).request("ping")
+        assert reply.status == 404 and reply.json["error"]["code"] == -32001
+    assert (await on(other, c).request("ping")).status == 200  # the other session is fine
