@@ -37,12 +37,6 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
-
-
 def instances(url: str, count: int = 3, **options: Any) -> ExitStack:
     """``count`` live instances of the everything server on Redis at ``url``."""
     stack = ExitStack()

@@ -12,7 +12,7 @@ import asyncio
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import pytest
 
@@ -32,10 +32,9 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
-@pytest.fixture(scope="module")
-def server() -> Iterator[RedisServer]:
-    with RedisServer() as redis:
-        yield redis
+@pytest.fixture
+def server(redis: RedisServer) -> RedisServer:
+    return redis
 
 
 @pytest.fixture

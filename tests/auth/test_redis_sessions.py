@@ -11,8 +11,6 @@ binding keeps it hers).
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import httpx
 import pytest
 
@@ -22,12 +20,6 @@ from tests.support.http import LiveServer
 from tests.support.redis import RedisServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def redis() -> Iterator[RedisServer]:
-    with RedisServer() as server:
-        yield server
 
 
 def instance(idp: IdP, redis: RedisServer) -> LiveServer:

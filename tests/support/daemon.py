@@ -15,9 +15,11 @@ import shutil
 import signal
 import socket
 import subprocess
+import tempfile
 import time
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any, Self
 
 import pytest
 
@@ -98,3 +100,24 @@ class Daemon:
             return self.log.read_text(errors="replace")[-4000:]
         except OSError:
             return ""
+
+
+class InTempDir:
+    """A ``Daemon`` (made by the subclass) with a temporary directory of its own, both
+    gone on exit; a context manager. ``port``: a free one of 127.0.0.1 unless given."""
+
+    daemon: Daemon
+
+    def __init__(self, name: str, port: int | None = None) -> None:
+        from .http import free_port
+
+        self.port = port or free_port()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"mcpkit-{name}."))
+
+    def __enter__(self) -> Self:
+        self.daemon.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.daemon.stop()
+        shutil.rmtree(self.dir, ignore_errors=True)

@@ -11,14 +11,10 @@ instance (it was killed) is passed to the next one.
 
 from __future__ import annotations
 
-import shutil
-import tempfile
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
-from .daemon import Daemon, require
-from .http import free_port
+from .daemon import Daemon, InTempDir, require
 
 CONFIG = """\
 daemon off;
@@ -67,13 +63,12 @@ def config(port: int, upstreams: Sequence[int], directory: Path) -> str:
     return CONFIG.format(dir=directory, servers=servers, port=port)
 
 
-class Nginx:
+class Nginx(InTempDir):
     """One nginx process balancing over ``upstreams``; a context manager."""
 
     def __init__(self, upstreams: Sequence[int]) -> None:
         binary = nginx_binary()
-        self.port = free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="mcpkit-nginx."))
+        super().__init__("nginx")
         conf = self.dir / "nginx.conf"
         conf.write_text(config(self.port, upstreams, self.dir))
         argv = [binary, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")]
@@ -82,14 +77,6 @@ class Nginx:
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.port}/mcp"
-
-    def __enter__(self) -> Nginx:
-        self.daemon.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.daemon.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def errors(self) -> str:
         try:

@@ -9,26 +9,19 @@ process id. Without persistence (``--save ""``, no append-only file) by default;
 
 from __future__ import annotations
 
-import shutil
-import tempfile
-from pathlib import Path
-from typing import Any
-
-from .daemon import Daemon, require
-from .http import free_port
+from .daemon import Daemon, InTempDir, require
 
 
 def redis_binary() -> str:
     return require("redis-server", "redis-server", "the Redis scale-out tests")
 
 
-class RedisServer:
+class RedisServer(InTempDir):
     """One redis-server process; a context manager."""
 
     def __init__(self, *, appendonly: bool = False, port: int | None = None) -> None:
         self.binary = redis_binary()
-        self.port = port or free_port()
-        self.dir = Path(tempfile.mkdtemp(prefix="mcpkit-redis."))
+        super().__init__("redis", port)
         argv = [self.binary, "--port", str(self.port), "--bind", "127.0.0.1",
                 "--daemonize", "no", "--dir", str(self.dir), "--save", "",
                 "--appendonly", "yes" if appendonly else "no", "--protected-mode", "yes",
@@ -38,14 +31,6 @@ class RedisServer:
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
-
-    def __enter__(self) -> RedisServer:
-        self.daemon.start()
-        return self
-
-    def __exit__(self, *exc: Any) -> None:
-        self.daemon.stop()
-        shutil.rmtree(self.dir, ignore_errors=True)
 
     def stop(self) -> None:
         self.daemon.stop()
