@@ -24,8 +24,9 @@ import redis as redis_py
 
 from mcpkit import Server
 from mcpkit.client import Client
-from tests.support.http import LiveServer, McpHttp, everything_server
+from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp, everything_server
 from tests.support.redis import RedisServer
+from tests.support.schemas import validate
 
 pytestmark = pytest.mark.anyio
 
@@ -309,3 +310,48 @@ async def test_hostile_ids_and_damaged_records(three: list[LiveServer], redis: R
         reply = await on(client, server).request("ping")
         assert reply.status == 404 and reply.json["error"]["code"] == -32001
     assert (await on(other, c).request("ping")).status == 200  # the other session is fine
+
+
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+               "io.modelcontextprotocol/clientCapabilities": {"elicitation": {}},
+               "io.modelcontextprotocol/clientInfo": {"name": "redis-tests", "version": "1"}}
+
+
+async def stateless_call(http: httpx.AsyncClient, url: str, name: str,
+                         extra: dict[str, Any], rid: int) -> Any:
+    """One 2026-07-28 tools/call (its ``_meta`` and routing headers added): its result,
+    validated against the revision's schema."""
+    headers = {"content-type": "application/json", "accept": ACCEPT_BOTH,
+               "mcp-protocol-version": "2026-07-28", "mcp-method": "tools/call",
+               "mcp-name": name}
+    reply = await http.post(url, headers=headers, json={
+        "jsonrpc": "2.0", "id": rid, "method": "tools/call",
+        "params": {"name": name, "arguments": {}, **extra, "_meta": MODERN_META}})
+    assert reply.status_code == 200, reply.text
+    result = reply.json()["result"]
+    validate("2026-07-28", "InputRequiredResult" if result.get("resultType") == (
+        "input_required") else "CallToolResult", result)
+    return result
+
+
+async def test_an_instance_starts_without_redis_and_recovers(client: McpHttp) -> None:
+    with RedisServer() as redis:
+        redis.stop()
+        app = everything_server().asgi_app(store=redis.url)  # starts: nothing read yet
+        with LiveServer(app) as a:
+            fresh = McpHttp(client.http, a.url)
+            refused = await fresh.post(fresh.init_message(), headers=fresh.headers())
+            assert refused.status == 503 and refused.headers["retry-after"] == "1"
+            redis.start()
+            await on(client, a).initialize()
+            assert (await client.call_tool("echo", {"text": "up"})).status == 200
+            # the requestState key is read from Redis now: another instance opens it
+            with LiveServer(everything_server().asgi_app(store=redis.url)) as b:
+                name = "test_input_required_result_request_state"
+                result = await stateless_call(client.http, a.url, name, {}, 1)
+                assert result["resultType"] == "input_required"
+                retry = {"requestState": result["requestState"], "inputResponses": {
+                    "confirm": {"action": "accept", "content": {"ok": True}}}}
+                done = await stateless_call(client.http, b.url, name, retry, 2)
+                assert done["content"][0]["text"] == (
+                    "state-ok: requestState validated")

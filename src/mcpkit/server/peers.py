@@ -28,7 +28,6 @@ import anyio
 from ..protocol.jsonrpc import RequestId
 from ..protocol.stateless import SUBSCRIPTION_ID
 from ..session import Session
-from ..storage.bus import LIST_CHANGED, UPDATED
 
 JSON = dict[str, Any]
 
@@ -56,10 +55,11 @@ class Peers:
         self._live: dict[Session, Peer] = {}
         #: Open listen streams: (session, request id) -> what the server agreed to send.
         self.listening: dict[tuple[Session, RequestId], JSON] = {}
-        #: Shared deployments: ``announce(kind, value)`` sends a change to every instance
-        #: (False: it could not, deliver here); ``reaches(session)``: whether this instance
-        #: writes a ``list_changed`` to that session.
-        self.announce: Callable[[bytes, str], bool] | None = None
+        #: Shared deployments: ``announce(kind, value)`` sends a change ("list_changed" and
+        #: a method, or "resource_updated" and a URI) to every instance (False: it could
+        #: not, deliver here); ``reaches(session)``: whether this instance writes a
+        #: ``list_changed`` to that session.
+        self.announce: Callable[[str, str], bool] | None = None
         self.reaches: Callable[[Session], bool] | None = None
 
     def track(self, session: Session, opened: bool) -> None:
@@ -100,7 +100,7 @@ class Peers:
         """Send ``method`` (a ``notifications/*/list_changed``) to the listen streams that
         asked for it and to every live session (announced to every instance, when
         shared)."""
-        if self.announce is not None and self.announce(LIST_CHANGED, method):
+        if self.announce is not None and self.announce("list_changed", method):
             return
         self.heard_list_changed(method)
 
@@ -119,7 +119,7 @@ class Peers:
     def resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
         to it and the listen streams watching it (on every instance, when shared)."""
-        if self.announce is not None and self.announce(UPDATED, uri):
+        if self.announce is not None and self.announce("resource_updated", uri):
             return
         self.heard_resource_updated(uri)
 

@@ -73,16 +73,18 @@ class Sharing:
                 task.cancel()
             await self.stores.aclose()
 
-    def announce(self, kind: bytes, value: str) -> bool:
-        """Publish a change to every instance (in the background); False when not on the
-        app's loop (then the caller delivers it here)."""
+    def announce(self, kind: str, value: str) -> bool:
+        """Publish a change (``Peers.announce``) to every instance, in the background;
+        False when not on the app's loop or not listening yet (then the caller delivers
+        it here)."""
         try:
             running = asyncio.get_running_loop()
         except RuntimeError:
             return False
         if running is not self._loop or not self._listening:
             return False
-        self._spawn(self._publish(kind + value.encode()))
+        prefix = LIST_CHANGED if kind == "list_changed" else UPDATED
+        self._spawn(self._publish(prefix + value.encode()))
         return True
 
     def heard(self, message: bytes) -> None:
