@@ -4,6 +4,8 @@ plus ``echo``, ``add`` and ``sleep``.
     python examples/everything.py                        # serve on stdio
     python examples/everything.py --http --port 3001     # Streamable HTTP at /mcp
     python examples/everything.py --http --sqlite s.db   # ... resumable across restarts
+    python examples/everything.py --http --port 3001 --redis redis://127.0.0.1:6379/0
+        # one of several instances sharing all state on Redis (behind any balancer)
 """
 
 from __future__ import annotations
@@ -606,6 +608,8 @@ if __name__ == "__main__":
             path = sys.argv[sys.argv.index("--sqlite") + 1]
             options["event_store"] = SQLiteEventStore(path)
             options["session_store"] = SQLiteSessionStore(path)
+        if "--redis" in sys.argv:  # one of several instances sharing all state on Redis
+            options["store"] = sys.argv[sys.argv.index("--redis") + 1]
         server.run("http", port=port, **options)
     else:
         server.run()
