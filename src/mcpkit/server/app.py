@@ -30,6 +30,7 @@ from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
 from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .task_runs import TaskManager
 from .tools import Tool
 from .watch import CallWatch
 
@@ -39,6 +40,7 @@ if TYPE_CHECKING:
     from ..storage.events import EventStore
     from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
+    from ..storage.tasks import TaskStore
     from ..transports.http_server import StreamableHTTPApp
 
 JSON = dict[str, Any]
@@ -64,6 +66,10 @@ class Server:
     ``AuditRecord`` after every ``tools/call`` (``AuditLog()`` writes JSON lines to a
     logger); ``audit_arguments``: put the call's arguments in the records (off: they
     may hold personal data or secrets). Invalid values are ``ValueError``s.
+
+    ``task_store``: where task records live (``MemoryTaskStore`` by default;
+    ``SQLiteTaskStore`` keeps finished results across restarts); ``max_tasks``: the tasks
+    one owner (principal, else session) may have running at once. See docs/tasks.md.
     """
 
     def __init__(
@@ -90,6 +96,8 @@ class Server:
         rate_limit_store: BucketStore | None = None,
         audit: AuditHook | None = None,
         audit_arguments: bool = False,
+        task_store: TaskStore | None = None,
+        max_tasks: int = 256,
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -115,7 +123,10 @@ class Server:
         self._registry = Registry(page_size=page_size, announce=self._peers.list_changed)
         self._seal = StateSeal(state_key)
         self._lifespan = SharedLifespan(lifespan, self)
-        self._methods = Methods(self, self._registry, self._peers, self._seal)
+        #: The tasks of this server (``task_runs.TaskManager``): tools registered with
+        #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
+        self.tasks = TaskManager(task_store, max_live=max_tasks)
+        self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
         if not isinstance(audit_arguments, bool):

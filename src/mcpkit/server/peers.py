@@ -133,3 +133,11 @@ class Peers:
             if uri in honoured.get("resourceSubscriptions", ()):
                 session.notify("notifications/resources/updated",
                                {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+
+    def task_changed(self, task_id: str, params: JSON) -> None:
+        """Send ``notifications/tasks`` (the DetailedTask ``params``) to the listen streams
+        that asked for ``task_id`` (2026-07-28 tasks extension)."""
+        for (session, rid), honoured in list(self.listening.items()):
+            if task_id in honoured.get("taskIds", ()):
+                session.notify("notifications/tasks",
+                               {**params, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)

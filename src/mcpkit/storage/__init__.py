@@ -1,26 +1,45 @@
-"""State that outlives one request: SSE event logs, session records and, for several
-instances of one deployment, rate-limit buckets (memory, SQLite, Redis).
+"""State that outlives one request: SSE event logs, session and task records and, for
+several instances of one deployment, rate-limit buckets and the bus between them
+(memory, SQLite, Redis).
 
-The Redis stores need the ``mcpkit[redis]`` extra; they are imported on first access
-(``mcpkit.storage.RedisStores``), so nothing of redis-py loads otherwise.
+The names are loaded on first use (``__getattr__``), so a server that keeps its state in
+memory never imports ``sqlite3`` just by importing ``mcpkit``, and nothing of redis-py
+(the ``mcpkit[redis]`` extra) loads unless a Redis store is asked for.
 """
 
+from __future__ import annotations
+
+import importlib
 from typing import TYPE_CHECKING, Any
 
-from .bus import SessionBus
-from .events import EventStore, MemoryEventStore, SQLiteEventStore
-from .faults import StoreUnavailable
-from .sessions import MemorySessionStore, SessionStore, SharedSecret, SQLiteSessionStore
-
 if TYPE_CHECKING:
+    from .bus import SessionBus
+    from .events import EventStore, MemoryEventStore, SQLiteEventStore
+    from .faults import StoreUnavailable
     from .redis_buckets import RedisBuckets
     from .redis_bus import RedisBus
     from .redis_events import RedisEventStore
     from .redis_link import RedisLink
     from .redis_sessions import RedisSessionStore
     from .redis_stores import RedisStores
+    from .sessions import MemorySessionStore, SessionStore, SharedSecret, SQLiteSessionStore
+    from .tasks import MemoryTaskStore, TaskRecord, TaskStore
+    from .tasks_sqlite import SQLiteTaskStore
 
-_LAZY = {
+_WHERE = {
+    "EventStore": "events",
+    "MemoryEventStore": "events",
+    "SQLiteEventStore": "events",
+    "MemorySessionStore": "sessions",
+    "SessionStore": "sessions",
+    "SharedSecret": "sessions",
+    "SQLiteSessionStore": "sessions",
+    "MemoryTaskStore": "tasks",
+    "TaskRecord": "tasks",
+    "TaskStore": "tasks",
+    "SQLiteTaskStore": "tasks_sqlite",
+    "SessionBus": "bus",
+    "StoreUnavailable": "faults",
     "RedisBuckets": "redis_buckets",
     "RedisBus": "redis_bus",
     "RedisEventStore": "redis_events",
@@ -31,18 +50,19 @@ _LAZY = {
 
 
 def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
+    module = _WHERE.get(name)
     if module is None:
-        raise AttributeError(f"module 'mcpkit.storage' has no attribute {name!r}")
-    import importlib
-
-    return getattr(importlib.import_module(f"{__name__}.{module}"), name)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
 
 
 __all__ = [
     "EventStore",
     "MemoryEventStore",
     "MemorySessionStore",
+    "MemoryTaskStore",
     "RedisBuckets",
     "RedisBus",
     "RedisEventStore",
@@ -51,8 +71,11 @@ __all__ = [
     "RedisStores",
     "SQLiteEventStore",
     "SQLiteSessionStore",
+    "SQLiteTaskStore",
     "SessionBus",
     "SessionStore",
     "SharedSecret",
     "StoreUnavailable",
+    "TaskRecord",
+    "TaskStore",
 ]
