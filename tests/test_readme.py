@@ -16,20 +16,15 @@ from __future__ import annotations
 
 import os
 import re
-import select
-import shlex
-import signal
 import subprocess
 import sys
 from pathlib import Path
 
-from tests.support.http import free_port
+from tests.support.shell import BIN, LIMIT, Shell
 
 ROOT = Path(__file__).resolve().parents[1]
-BIN = Path(sys.executable).parent
 BLOCK = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
 BLOCKS = [(lang, body) for lang, body in BLOCK.findall((ROOT / "README.md").read_text())]
-LIMIT = 60  # seconds any one command may take
 
 
 def _blocks(lang: str) -> list[str]:
@@ -45,53 +40,6 @@ def test_readme_starts_with_the_two_commands_ci_runs() -> None:
     ci = (ROOT / ".ci" / "run").read_text()
     assert "./scripts/install-check" in ci and "./scripts/check" in ci
     assert "README's first command, verbatim" in (ROOT / "scripts" / "install-check").read_text()
-
-
-class Shell:
-    """Runs README shell lines: ``NAME=value`` assignments, commands, ``cmd &`` and
-    ``kill %1``."""
-
-    def __init__(self, cwd: Path) -> None:
-        self.cwd = cwd
-        # A home of its own: `mcpkit install` writes host configurations under it.
-        home = cwd / "home"
-        self.env = {**os.environ, "MCPKIT_NOTES_DB": str(cwd / "notes.db"), "NO_COLOR": "1",
-                    "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
-                    "APPDATA": str(home / "AppData")}
-        self.background: list[subprocess.Popen[str]] = []
-        self.port = str(free_port())
-
-    def line(self, raw: str) -> None:
-        text = raw.split("  #", 1)[0].strip().replace(".venv/bin/", f"{BIN}/")
-        text = text.replace("8765", self.port)
-        if not text:
-            return
-        assignment = re.fullmatch(r"([A-Za-z_]\w*)=(.*)", text)
-        if assignment:
-            (value,) = shlex.split(assignment.group(2))
-            self.env[assignment.group(1)] = value
-        elif text == "kill %1":
-            proc = self.background.pop(0)
-            proc.send_signal(signal.SIGTERM)
-            _, err = proc.communicate(timeout=15)
-            assert proc.returncode == 0, err
-        elif text.endswith("&"):
-            proc = subprocess.Popen(["bash", "-c", text[:-1]], cwd=self.cwd, env=self.env,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-            self.background.append(proc)
-            assert proc.stderr is not None
-            ready, _, _ = select.select([proc.stderr], [], [], 20)
-            assert ready, f"{raw!r} printed no start-up line"
-            assert "http://" in proc.stderr.readline()
-        else:
-            res = subprocess.run(["bash", "-c", text], cwd=self.cwd, env=self.env,
-                                 capture_output=True, text=True, timeout=LIMIT)
-            assert res.returncode == 0, (raw, res.stdout, res.stderr)
-
-    def close(self) -> None:
-        for proc in self.background:
-            proc.kill()
-            proc.wait(timeout=10)
 
 
 def test_shell_blocks_in_order(tmp_path: Path) -> None:
