@@ -77,6 +77,7 @@ def test_every_program_block_is_run_or_marked_a_fragment(page: Path) -> None:
 
 def run_page(page: Path, tmp_path: Path) -> Shell:
     """Run the page's marked blocks in order; the shell, for assertions on what they left."""
+    tmp_path.mkdir(exist_ok=True)
     (tmp_path / "examples").symlink_to(ROOT / "examples")
     shell = Shell(tmp_path)
     last = ""
@@ -125,3 +126,19 @@ def test_the_block_reader_sees_markers_and_bodies(tmp_path: Path) -> None:
     got = [(b.lang, b.mark, b.arg, b.body) for b in blocks(page)]
     assert got == [("python", "run", "a.py", "print(1)\n"), ("sh", None, None, "ls\n"),
                    ("python", "fragment", None, "x = 1\n")]
+
+
+def test_a_wrong_output_or_a_failing_program_fails_the_page(tmp_path: Path) -> None:
+    """The runner compares printed output and exit statuses: it can fail."""
+    page = tmp_path / "docs" / "p.md"
+    page.parent.mkdir()
+    page.write_text('<!-- run -->\n```python\nprint("yes")\n```\n\n'
+                    "<!-- output -->\n```text\nno\n```\n")
+    with pytest.raises(AssertionError, match="the program printed"):
+        run_page(page, tmp_path / "a")
+    page.write_text("<!-- run -->\n```python\nraise SystemExit(3)\n```\n")
+    with pytest.raises(AssertionError):
+        run_page(page, tmp_path / "b")
+    page.write_text("<!-- run -->\n```sh\nfalse\n```\n")
+    with pytest.raises(AssertionError):
+        run_page(page, tmp_path / "c")
