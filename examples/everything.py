@@ -4,6 +4,8 @@ plus ``echo``, ``add`` and ``sleep``.
     python examples/everything.py                        # serve on stdio
     python examples/everything.py --http --port 3001     # Streamable HTTP at /mcp
     python examples/everything.py --http --sqlite s.db   # ... resumable across restarts
+    python examples/everything.py --http --port 3001 --redis redis://127.0.0.1:6379/0
+        # one of several instances sharing all state on Redis (behind any balancer)
 """
 
 from __future__ import annotations
@@ -681,6 +683,8 @@ if __name__ == "__main__":
             from mcpkit.storage import SQLiteTaskStore
 
             server.tasks.store = SQLiteTaskStore(path)  # finished tasks survive it too
+        if "--redis" in sys.argv:  # one of several instances sharing all state on Redis
+            options["store"] = sys.argv[sys.argv.index("--redis") + 1]
         server.run("http", port=port, **options)
     else:
         server.run()
