@@ -115,6 +115,9 @@ async def test_handshake_declares_only_what_it_handles(transport: str, version: 
         expected: dict[str, Any] = {"roots": {"listChanged": True}, "sampling": {}}
         if has(version, "elicitation"):
             expected["elicitation"] = {}
+        if has(version, "tool_execution"):  # 2025-11-25: it runs both as tasks when asked
+            expected["tasks"] = {"list": {}, "cancel": {}, "requests": {
+                "sampling": {"createMessage": {}}, "elicitation": {"create": {}}}}
         assert client.capabilities() == expected
         init = client.wire.sent_with("initialize")
         assert len(init) == 1
@@ -145,12 +148,16 @@ def test_capabilities_follow_the_offered_revision() -> None:
 
     assert caps() == {}
     assert caps(roots=lambda: []) == {"roots": {"listChanged": True}}
-    assert caps(sampling=_sampler, sampling_tools=True) == {"sampling": {"tools": {}}}
+    hosted = {"list": {}, "cancel": {}, "requests": {"sampling": {"createMessage": {}}}}
+    assert caps(sampling=_sampler, sampling_tools=True) == {"sampling": {"tools": {}},
+                                                            "tasks": hosted}
+    assert caps(sampling=_sampler, sampling_tools=True, tasks=False) == {
+        "sampling": {"tools": {}}}
     assert caps(sampling=_sampler, sampling_tools=True, protocol_version="2025-06-18") == {
         "sampling": {}}
     assert caps(elicitation=lambda p: p, protocol_version="2025-03-26") == {}
     assert caps(elicitation=lambda p: p, protocol_version="2025-06-18") == {"elicitation": {}}
-    assert caps(elicitation=lambda p: p, elicitation_modes=("form", "url")) == {
+    assert caps(elicitation=lambda p: p, elicitation_modes=("form", "url"), tasks=False) == {
         "elicitation": {"form": {}, "url": {}}}
 
 

@@ -19,6 +19,8 @@ from .protocol.errors import (
     RequestTimeout,
     ResourceNotFound,
     ServerUnreachable,
+    TaskCancelled,
+    TaskTimeout,
     ToolError,
     TransportError,
 )
@@ -80,6 +82,8 @@ __all__ = [
     "ResourceTemplate",
     "Server",
     "ServerUnreachable",
+    "TaskCancelled",
+    "TaskTimeout",
     "Tool",
     "ToolError",
     "TransportError",

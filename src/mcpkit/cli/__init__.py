@@ -4,7 +4,8 @@
     mcpkit run --http [--host H] [--port N] [--path P] FILE[:OBJECT]
                                                    ... or over Streamable HTTP
     mcpkit list tools|resources|templates|prompts TARGET
-    mcpkit call TARGET TOOL [--args JSON | key=value ...]
+    mcpkit call TARGET TOOL [--args JSON | key=value ...] [--task [--ttl MS]]
+    mcpkit tasks list|get|cancel|result TARGET [TASK_ID]
     mcpkit read TARGET URI
     mcpkit prompt TARGET NAME [--args JSON | key=value ...]
     mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv]
@@ -36,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import dev, install, login
+from . import dev, install, login, tasks
 from .loading import LoadError, load_server
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -230,8 +231,13 @@ async def _client_command(args: argparse.Namespace) -> int:
     stderr = None if args.verbose else tempfile.TemporaryFile(
         "w+", encoding="utf-8", errors="replace")
     try:
+        # tasks over HTTP: the stateless revision where the server speaks it (its tasks
+        # outlive this process's session; a 2025-11-25 task is bound to the session)
+        tasks_too = (args.command == "tasks" or getattr(args, "task", False)
+                     ) and not isinstance(target, list)
         async with Client(target, timeout=args.timeout, stderr=stderr,
-                          headers=headers or None, auth=auth) as client:
+                          headers=headers or None, auth=auth,
+                          mode="auto" if tasks_too else "stateful") as client:
             return await _dispatch(client, args, rest, style)
     except RemoteError as exc:
         sys.stderr.write(f"mcpkit: server error {exc.code}: {exc.message}\n")
@@ -297,18 +303,18 @@ async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], styl
             known = ", ".join(sorted(tools)) or "none"
             raise UsageError(f"unknown tool {name!r}; the server has: {known}")
         arguments = _parse_args(args.args, pairs, tools[name].input_schema)
-        result = await client.call_tool(name, arguments)
-        data = result.model_dump(by_alias=True, exclude_none=True)
-        if args.json:
-            json.dump(data, out, indent=2)
-            out.write("\n")
+        if args.task:
+            result = await tasks.call_as_task(client, name, arguments, args.ttl)
         else:
-            if result.is_error:
-                sys.stderr.write(style("tool error: ", "1;31"))
-                sys.stderr.write(result.text + "\n")
-            else:
-                _print_content(data.get("content", []), style)
-        return EXIT_ERROR if result.is_error else EXIT_OK
+            result = await client.call_tool(name, arguments)
+        return _print_result(result, args, style)
+    if args.command == "tasks":
+        try:
+            status, result = await tasks.tasks_command(
+                client, args.action, rest, args.json, lambda rows: _table(rows, style))
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+        return status if result is None else _print_result(result, args, style)
     if args.command == "read":
         if len(rest) != 1:
             raise UsageError("give one URI: mcpkit read TARGET URI")
@@ -341,6 +347,20 @@ async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], styl
             print(style(f"{msg['role']}:", "1;35"))
             _print_content([msg["content"]], style)
     return EXIT_OK
+
+
+def _print_result(result: Any, args: argparse.Namespace, style: _Style) -> int:
+    """Print a tool's result (its content, or raw JSON with ``--json``); the exit status."""
+    data = result.model_dump(by_alias=True, exclude_none=True)
+    if args.json:
+        json.dump(data, sys.stdout, indent=2)
+        sys.stdout.write("\n")
+    elif result.is_error:
+        sys.stderr.write(style("tool error: ", "1;31"))
+        sys.stderr.write(result.text + "\n")
+    else:
+        _print_content(data.get("content", []), style)
+    return EXIT_ERROR if result.is_error else EXIT_OK
 
 
 # ---------------------------------------------------------------------- main
@@ -379,7 +399,16 @@ def _parser() -> argparse.ArgumentParser:
         client_args(sp)
         if name != "read":
             sp.add_argument("--args", metavar="JSON", help="arguments as a JSON object")
+        if name == "call":
+            sp.add_argument("--task", action="store_true",
+                            help="run it as a task, showing its status and progress")
+            sp.add_argument("--ttl", type=int, metavar="MS",
+                            help="with --task: how long the server keeps it (2025-11-25)")
         sp.add_argument("rest", nargs="*", metavar="ARG")
+    tsk = sub.add_parser("tasks", help="list, inspect, cancel tasks or fetch their result")
+    tsk.add_argument("action", choices=["list", "get", "cancel", "result"])
+    client_args(tsk)
+    tsk.add_argument("rest", nargs="*", metavar="ARG")
     chk = sub.add_parser("check", help="judge a server against the protocol and design rules")
     chk.add_argument("--stdio", metavar="COMMAND", help="launch the server with COMMAND")
     chk.add_argument("--era", choices=["stateful", "stateless", "both"], default="both")

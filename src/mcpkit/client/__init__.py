@@ -12,6 +12,8 @@ token (importing it from here leaves the auth client modules unloaded).
 | ``handlers`` | the application's answers to server requests, and the capabilities they declare |
 | ``stateless`` | the 2026-07-28 revision: ``server/discover``, per-request ``_meta``, MRTR |
 | ``listen`` | ``Client.listen``: ``subscriptions/listen`` streams |
+| ``tasks`` | ``TaskHandle``: a tool call running as a task on the server (both generations) |
+| ``task_host`` | tasks the client runs for the server: task-augmented sampling / elicitation |
 | ``results`` | typed results, ``x-mcp-header`` declarations, ``outputSchema`` checks |
 | ``types`` | the pydantic models of results |
 """
@@ -28,8 +30,10 @@ from ..protocol.errors import (
 from . import types
 from .client import Client
 from .listen import ListenStream
+from .tasks import TaskHandle
 
 __all__ = [
     "AuthorizationFailed", "Client", "HandshakeError", "InvalidResult", "ListenStream",
-    "OutputSchemaError", "PaginationError", "ServerUnreachable", "TransportError", "types",
+    "OutputSchemaError", "PaginationError", "ServerUnreachable", "TaskHandle", "TransportError",
+    "types",
 ]

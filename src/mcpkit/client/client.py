@@ -14,12 +14,13 @@ calls a method the server did not declare. Every request has a timeout; on timeo
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
 import math
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, overload
 
 import anyio
 
@@ -44,6 +45,7 @@ from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
 from ..protocol.stateless import SERVER_INFO
+from ..protocol.tasks import client_accepts
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session
 from . import types as t
@@ -52,6 +54,16 @@ from .handlers import ElicitationHandler, Handlers, RootsType, SamplingHandler
 from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, routable
 from .stateless import Stateless
+from .task_host import TaskHost
+from .tasks import (
+    TaskHandle,
+    TaskWatchers,
+    cancel_params,
+    offers,
+    read_plain,
+    read_task,
+    start_tool_call,
+)
 
 if TYPE_CHECKING:
     import httpx
@@ -71,6 +83,9 @@ class Client:
     Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
     one), ``on_log(params)``, ``on_notification(method, params)``. ``ping_interval``:
     seconds between keep-alive pings; an unanswered ping closes the connection.
+    ``tasks`` (docs/tasks.md): accept tasks from the server (the 2026-07-28 extension is
+    declared) and run the server's task-augmented sampling / elicitation (2025-11-25);
+    ``task_timeout``: how long, by default, a task is waited for.
 
     Entering raises ``ServerUnreachable`` (nothing answered: no listener, the process
     exited) or ``HandshakeError`` (the server refused or did not answer). Every request
@@ -102,6 +117,8 @@ class Client:
         headers: dict[str, str] | None = None,
         auth: Any = None,
         http_client: httpx.AsyncClient | None = None,
+        tasks: bool = True,
+        task_timeout: float = 600.0,
     ) -> None:
         self.target = target
         self.info: JSONObject = {"name": name, "version": version}
@@ -111,7 +128,10 @@ class Client:
             raise ValueError("mode must be 'auto', 'stateless' or 'stateful'")
         self.mode = mode
         self.handlers = Handlers(sampling, sampling_tools, elicitation, elicitation_modes,
-                                 roots)
+                                 roots, tasks)
+        self.task_timeout = task_timeout  # how long a task is waited for, by default
+        self.task_watchers = TaskWatchers()  # status notifications for the tasks waited on
+        self._task_host = TaskHost()  # the tasks run for the server (2025-11-25)
         self.stateless = Stateless(self.info, self.handlers)
         self._listens = Listens()
         self._on_log = on_log
@@ -295,7 +315,14 @@ class Client:
     # ------------------------------------------------------------------ server -> client
 
     def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
-        answer = self.handlers.answer(event.method, event.params)
+        method, params = event.method, event.params
+        hosted = self._task_host.answer(session, method, params)
+        if hosted is not None:
+            return hosted
+        answer = self.handlers.answer(method, params)
+        if answer is not None and "task" in params and client_accepts(
+                session.conn.capabilities, method):
+            return self._task_host.start(session, method, params, answer)
         if answer is None:
             raise MethodNotFound(
                 f"Method not found: this client does not handle '{event.method}'.")
@@ -303,6 +330,7 @@ class Client:
 
     async def _notification(self, session: Session, event: NotificationReceived) -> None:
         self._listens.route(event)
+        await self.task_watchers.route(event.method, event.params)
         if event.method == "notifications/message" and self._on_log is not None:
             res = self._on_log(event.params)
             if res is not None:
@@ -322,6 +350,7 @@ class Client:
         prompts: bool = False,
         resources: bool = False,
         resource_uris: Sequence[str] = (),
+        task_ids: Sequence[str] = (),
     ) -> AsyncIterator[ListenStream]:
         """Receive change notifications (2026-07-28 ``subscriptions/listen``).
 
@@ -329,7 +358,9 @@ class Client:
                 async for note in changes:      # {"method": ..., "params": ...}
                     ...
 
-        The first item is the server's acknowledgement. Leaving the block ends the
+        ``task_ids``: the ``notifications/tasks`` of these tasks (the tasks extension);
+        a ``TaskHandle`` waiting on one of them is woken by them instead of its next
+        poll. The first item is the server's acknowledgement. Leaving the block ends the
         subscription (over HTTP by closing its stream, on stdio with a cancellation).
         Raises ``CapabilityNotSupported`` in a handshake-era session (there, use
         ``subscribe`` and ``on_notification``). If the server refuses the subscription or
@@ -348,7 +379,8 @@ class Client:
                                on_sent=on_sent)
 
         async with self._listens.open(
-                subscribe, wanted(tools, prompts, resources, resource_uris)) as changes:
+                subscribe, wanted(tools, prompts, resources, resource_uris, task_ids)
+        ) as changes:
             yield changes
 
     async def roots_changed(self) -> None:
@@ -376,7 +408,7 @@ class Client:
         if on_progress is not None:
             params = dict(params or {})
             meta = dict(params.get("_meta") or {})
-            meta["progressToken"] = f"p{next(self._progress_ids)}"
+            meta.setdefault("progressToken", self.progress_token())
             params["_meta"] = meta
         wait = self.timeout if timeout is None else timeout
         if self.stateless_version is None:
@@ -384,6 +416,10 @@ class Client:
                                               on_progress=on_progress, on_sent=on_sent)
         return await self.stateless.request(self.session, method, params, timeout=wait,
                                             on_progress=on_progress, on_sent=on_sent)
+
+    def progress_token(self) -> str:
+        """A progress token not used before in this session."""
+        return f"p{next(self._progress_ids)}"
 
     async def ping(self) -> None:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""
@@ -407,6 +443,18 @@ class Client:
         tools = parse_list(t.Tool, res.get("tools", []), "tools/list", "tools")
         return tools, res.get("nextCursor")
 
+    @overload
+    async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
+                        timeout: float | None = None,
+                        on_progress: ProgressCallback | None = None,
+                        task: Literal[False] = False) -> t.CallToolResult: ...
+
+    @overload
+    async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
+                        timeout: float | None = None,
+                        on_progress: ProgressCallback | None = None,
+                        task: Literal[True] | JSONObject) -> TaskHandle: ...
+
     async def call_tool(
         self,
         name: str,
@@ -414,25 +462,68 @@ class Client:
         *,
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
-    ) -> t.CallToolResult:
+        task: bool | JSONObject = False,
+    ) -> t.CallToolResult | TaskHandle:
         """Call a tool. ``structuredContent`` is checked against the tool's ``outputSchema``
         (``OutputSchemaError`` on mismatch). A tool failure is a result with
-        ``is_error=True``, not an exception."""
+        ``is_error=True``, not an exception.
+
+        ``task=True`` (or the 2025-11-25 ``{"ttl": ms}``) returns a ``TaskHandle``
+        instead (docs/tasks.md); ``CapabilityNotSupported`` when the server or the tool
+        cannot run it as a task. Without it, a tool that must run as a task, or a task
+        the server chose to create, is followed to its end (``timeout``, by default the
+        client's ``task_timeout``, bounds the wait: ``TaskTimeout``)."""
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
-        res = await self.request("tools/call", params, timeout=timeout, on_progress=on_progress)
+        handle = await start_tool_call(self, params, task, timeout=timeout,
+                                       on_progress=on_progress,
+                                       read=functools.partial(self._tool_result, name))
+        return handle if task is not False else await handle.result(timeout)
+
+    async def _tool_result(self, name: str, res: JSONObject) -> t.CallToolResult:
+        """What ``call_tool`` returns for ``res``, the result of calling tool ``name``."""
         result = parse(t.CallToolResult, res, "tools/call")
         if not result.is_error and self.revision.has("structured_content"):
-            if not self._outputs.knows(name):
-                try:
-                    await self.list_tools()
-                except MCPError as exc:  # the call itself succeeded: return its result
-                    log.warning("cannot check the structuredContent of tool %r against its "
-                                "outputSchema: tools/list failed: %s", name, exc)
-                    return result
-            self._outputs.check(name, result)
+            await self._outputs.verify(name, result, self.list_tools)
         return result
+
+    async def task_support(self, name: str, *, fetch: bool = True) -> str | None:
+        """Tool ``name``'s ``execution.taskSupport`` (2025-11-25), listing the tools when
+        it is not known yet (``forbidden`` for a tool the server does not list); with
+        ``fetch=False``, None instead of listing."""
+        if fetch and not self._outputs.knows(name):
+            await self.list_tools()
+        return self._outputs.task_support(name) or ("forbidden" if fetch else None)
+
+    async def list_tasks(self) -> list[t.Task]:
+        """Every task of this client's on the server (2025-11-25 ``tasks/list``, following
+        ``nextCursor``); ``CapabilityNotSupported`` when the server does not offer it
+        (2026-07-28 has no listing)."""
+        if self.stateless_version is not None:
+            raise CapabilityNotSupported("the tasks extension (2026-07-28) has no tasks/list: "
+                                         "a task is reached by its id")
+        if not offers(self.server_capabilities, "list"):
+            raise CapabilityNotSupported("the server did not declare tasks.list")
+        return await all_pages(self.request, "tasks/list", "tasks", t.Task)
+
+    async def get_task(self, task_id: str) -> t.Task:
+        """The state of task ``task_id`` (``tasks/get``; an unknown id is the server's
+        ``RemoteError``, -32602)."""
+        return read_task(await self.request("tasks/get", {"taskId": task_id}), "tasks/get")
+
+    async def cancel_task(self, task_id: str) -> t.Task | None:
+        """Ask the server to cancel task ``task_id``; its state in 2025-11-25 (a task that
+        has ended: ``RemoteError`` -32602; ``CapabilityNotSupported`` without
+        ``tasks.cancel``), None in 2026-07-28 (an acknowledgement)."""
+        res = await self.request("tasks/cancel", cancel_params(self, task_id))
+        return None if self.stateless_version else read_task(res, "tasks/cancel")
+
+    async def follow_task(self, task_id: str) -> TaskHandle:
+        """A handle on task ``task_id``, created earlier (perhaps by another process):
+        its result is read as a ``tools/call`` result, without ``outputSchema`` checks."""
+        return TaskHandle(self, await self.get_task(task_id), read_plain,
+                          stateless=self.stateless_version is not None)
 
     async def list_resources(self) -> list[t.Resource]:
         """Every resource, following ``nextCursor``."""

@@ -17,6 +17,7 @@ from urllib.parse import urlparse
 
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONObject
+from ..protocol.tasks import EXTENSION as TASKS_EXTENSION
 from ..protocol.versions import Revision
 
 SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
@@ -132,7 +133,8 @@ def normalize_roots(value: Any) -> list[JSONObject]:
 class Handlers:
     """The application's handlers for what a server may ask (see the module docstring)."""
 
-    __slots__ = ("elicitation", "elicitation_modes", "roots", "sampling", "sampling_tools")
+    __slots__ = ("elicitation", "elicitation_modes", "roots", "sampling", "sampling_tools",
+                 "tasks")
 
     def __init__(
         self,
@@ -141,12 +143,16 @@ class Handlers:
         elicitation: ElicitationHandler | None,
         elicitation_modes: Sequence[str],
         roots: RootsType | None,
+        tasks: bool = True,
     ) -> None:
         self.sampling = sampling
         self.sampling_tools = sampling_tools  # declare sampling.tools (2025-11-25 and later)
         self.elicitation = elicitation
         self.elicitation_modes = tuple(elicitation_modes)
         self.roots = roots
+        #: Tasks: run the server's task-augmented sampling / elicitation (2025-11-25) and
+        #: accept tasks from a server (the 2026-07-28 extension).
+        self.tasks = tasks
 
     def capabilities(self, offered: Revision | None) -> JSONObject:
         """What ``initialize`` declares when offering ``offered``: only what has a handler
@@ -160,7 +166,21 @@ class Handlers:
         if self.elicitation is not None and (offered is None or offered.has("elicitation")):
             modes: JSONObject = {m: {} for m in self.elicitation_modes}
             caps["elicitation"] = {} if modes == {"form": {}} else modes
+        in_core = offered is None or offered.has("tool_execution")  # 2025-11-25 tasks
+        hosted = self.hosted_task_requests() if in_core else {}
+        if hosted:
+            caps["tasks"] = {"list": {}, "cancel": {}, "requests": hosted}
         return caps
+
+    def hosted_task_requests(self) -> JSONObject:
+        """2025-11-25 ``tasks.requests``: the server requests this client runs as tasks
+        when asked (those it has a handler for)."""
+        out: JSONObject = {}
+        if self.tasks and self.sampling is not None:
+            out["sampling"] = {"createMessage": {}}
+        if self.tasks and self.elicitation is not None:
+            out["elicitation"] = {"create": {}}
+        return out
 
     def stateless_capabilities(self) -> JSONObject:
         """What each stateless request declares in its ``_meta``."""
@@ -171,6 +191,8 @@ class Handlers:
             caps["sampling"] = {"tools": {}} if self.sampling_tools else {}
         if self.elicitation is not None:
             caps["elicitation"] = {m: {} for m in self.elicitation_modes}
+        if self.tasks:
+            caps["extensions"] = {TASKS_EXTENSION: {}}
         return caps
 
     def answer(self, method: str | None, params: JSONObject

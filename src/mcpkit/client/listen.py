@@ -69,8 +69,9 @@ class ListenStream:
 
 
 def wanted(tools: bool, prompts: bool, resources: bool,
-           resource_uris: Sequence[str]) -> JSONObject:
-    """The ``notifications`` parameter of ``subscriptions/listen``."""
+           resource_uris: Sequence[str], task_ids: Sequence[str] = ()) -> JSONObject:
+    """The ``notifications`` parameter of ``subscriptions/listen`` (``taskIds``: the
+    tasks extension's ``notifications/tasks``, SEP-2663)."""
     out: JSONObject = {}
     if tools:
         out["toolsListChanged"] = True
@@ -80,6 +81,8 @@ def wanted(tools: bool, prompts: bool, resources: bool,
         out["resourcesListChanged"] = True
     if resource_uris:
         out["resourceSubscriptions"] = list(resource_uris)
+    if task_ids:
+        out["taskIds"] = list(task_ids)
     return out
 
 

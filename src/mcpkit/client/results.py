@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from ..protocol.errors import InvalidResult, OutputSchemaError, PaginationError
+from ..protocol.errors import InvalidResult, MCPError, OutputSchemaError, PaginationError
 from ..protocol.jsonrpc import JSONObject
 from . import types as t
 
@@ -115,28 +115,49 @@ def param_headers(schema: Any) -> dict[str, str]:
 
 
 class OutputSchemas:
-    """Each listed tool's ``outputSchema``, and its validator, compiled on first use and
-    kept until the tool list changes."""
+    """Each listed tool's ``outputSchema`` (and its validator, compiled on first use) and
+    ``execution.taskSupport``, kept until the tool list changes."""
 
-    __slots__ = ("_schemas", "_validators")
+    __slots__ = ("_schemas", "_support", "_validators")
 
     def __init__(self) -> None:
         self._schemas: dict[str, Any] = {}
         self._validators: dict[str, Any] = {}
+        self._support: dict[str, str] = {}  # execution.taskSupport (2025-11-25)
 
     def knows(self, name: str) -> bool:
         """Whether tool ``name`` was in the last tool list."""
         return name in self._schemas
 
+    def task_support(self, name: str) -> str | None:
+        """Tool ``name``'s ``execution.taskSupport`` in the last tool list (None: not
+        listed)."""
+        return self._support.get(name)
+
     def replace(self, tools: list[t.Tool]) -> None:
         """The tools of a new ``tools/list``."""
         self._schemas = {tool.name: tool.output_schema for tool in tools}
+        self._support = {tool.name: tool.task_support for tool in tools}
         self._validators.clear()
 
     def forget(self) -> None:
         """The server's tool list changed: nothing known is current."""
         self._schemas.clear()
+        self._support.clear()
         self._validators.clear()
+
+    async def verify(self, name: str, result: t.CallToolResult,
+                     relist: Callable[[], Awaitable[Any]]) -> None:
+        """``check``, after listing the tools (``relist``) when ``name`` is not known; if
+        that listing fails, a warning and no check: the call itself succeeded."""
+        if not self.knows(name):
+            try:
+                await relist()
+            except MCPError as exc:
+                log.warning("cannot check the structuredContent of tool %r against its "
+                            "outputSchema: tools/list failed: %s", name, exc)
+                return
+        self.check(name, result)
 
     def check(self, name: str, result: t.CallToolResult) -> None:
         """Raise ``OutputSchemaError`` unless ``result`` of tool ``name`` has the

@@ -27,6 +27,8 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.stateless import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from ..protocol.tasks import AUGMENTABLE
+from ..protocol.tasks import EXTENSION as TASKS_EXTENSION
 from ..protocol.versions import STATELESS_VERSIONS
 from ..session import ProgressCallback, Session
 from .handlers import Handlers
@@ -120,13 +122,22 @@ class Stateless:
         Raises what ``Session.request`` raises (``AnswerLost`` once the resends are used
         up), ``InvalidResult`` for a result type the revision does not have,
         ``CapabilityNotSupported`` when the server asks for input this client has no
-        handler for, and ``MCPError`` after ``MAX_INPUT_ROUNDS`` rounds."""
+        handler for, and ``MCPError`` after ``MAX_INPUT_ROUNDS`` rounds. A task
+        (``resultType: "task"``, tasks extension) is returned as it came, for the caller
+        to follow."""
         base = self.meta(params)
         sent = base
         for _ in range(MAX_INPUT_ROUNDS):
             res = await self._send(session, method, sent, timeout, on_progress, on_sent)
             kind = res.get("resultType", "complete")  # older servers send none: complete
             if kind == "complete":
+                return res
+            if kind == "task":
+                if method not in AUGMENTABLE or not self.handlers.tasks:
+                    raise InvalidResult(
+                        f"{method}: a task (resultType 'task'), which "
+                        + ("only tools/call may answer" if self.handlers.tasks else
+                           f"this client did not accept (no {TASKS_EXTENSION} extension)"))
                 return res
             if kind != "input_required":
                 raise InvalidResult(f"{method}: unknown resultType {kind!r}")
@@ -135,7 +146,7 @@ class Stateless:
                 raise InvalidResult(f"{method}: an input_required result, which protocol "
                                     f"revision {self.version} does not have")
             requests = res.get("inputRequests")
-            answers = {key: await self._answer_input(req)
+            answers = {key: await self.answer_input(req)
                        for key, req in (requests.items() if isinstance(requests, dict) else ())}
             sent = dict(base)  # a new request (new id) with the original params
             if answers:
@@ -159,7 +170,7 @@ class Stateless:
                 resends += 1
                 log.info("%s; sending the request again", exc)
 
-    async def _answer_input(self, request: Any) -> JSONObject:
+    async def answer_input(self, request: Any) -> JSONObject:
         """Answer one MRTR input request with the application's handlers."""
         method = request.get("method") if isinstance(request, dict) else None
         params = request.get("params") if isinstance(request, dict) else None

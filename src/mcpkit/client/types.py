@@ -74,6 +74,14 @@ class Tool(Model):
     output_schema: dict[str, Any] | None = None
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
+    execution: dict[str, Any] | None = None  # 2025-11-25: {"taskSupport": ...}
+
+    @property
+    def task_support(self) -> str:
+        """``execution.taskSupport`` (2025-11-25): ``forbidden`` (the default),
+        ``optional`` or ``required``."""
+        value = (self.execution or {}).get("taskSupport")
+        return value if value in ("optional", "required") else "forbidden"
 
 
 class CallToolResult(Model):
@@ -144,3 +152,29 @@ class InitializeResult(Model):
     capabilities: dict[str, Any]
     server_info: dict[str, Any]
     instructions: str | None = None
+
+
+class Task(Model):
+    """A task's state (``tasks/get``, ``notifications/tasks/status``, ``CreateTaskResult``).
+
+    Both generations read into this one model: 2025-11-25's ``ttl`` / ``pollInterval``
+    and 2026-07-28's ``ttlMs`` / ``pollIntervalMs`` are both milliseconds. A 2026-07-28
+    ``tasks/get`` also carries the terminal ``result`` or ``error``, or the
+    ``input_requests`` a task in ``input_required`` waits for."""
+
+    task_id: str = Field(min_length=1)
+    status: Literal["working", "input_required", "completed", "failed", "cancelled"]
+    status_message: str | None = None
+    created_at: str
+    last_updated_at: str
+    ttl: int | None = None
+    poll_interval: int | None = None
+    result: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    input_requests: dict[str, Any] | None = None
+
+    @property
+    def terminal(self) -> bool:
+        """Whether the task has ended (completed, failed or cancelled): it never changes
+        again."""
+        return self.status in ("completed", "failed", "cancelled")

@@ -92,6 +92,7 @@ class ConnectionBase:
         "_outbound",
         "_outbox",
         "_progress_tokens",
+        "_task_tokens",
         "cache_scope",
         "cache_ttl_ms",
         "capabilities",
@@ -135,6 +136,9 @@ class ConnectionBase:
         self._cancelled: dict[RequestId, None] = {}  # cancelled by the peer, oldest first
         self._outbound: dict[RequestId, _Outbound] = {}
         self._progress_tokens: dict[str | int, RequestId] = {}
+        #: Progress tokens of our 2025-11-25 task-augmented requests, valid for the task's
+        #: lifetime after its CreateTaskResult (their progress is a NotificationReceived).
+        self._task_tokens: set[str | int] = set()
         self._next_id = 0
         self._latest = max(versions)
         self.stateless_versions: tuple[str, ...] = STATELESS_VERSIONS  # served per request

@@ -22,6 +22,7 @@ Hierarchy::
     ├── RemoteError               the peer answered a request of ours with an error
     ├── ConnectionClosed          the peer went away (EOF, process exit, transport broke)
     ├── RequestTimeout            a request of ours got no answer in time (it was cancelled)
+    │   └── TaskTimeout           (client) a task did not end in the time allowed; it goes on
     ├── TransportError            the transport could not carry one request of ours or its
     │   │                         answer (HTTP: unreachable, an HTTP error without a JSON-RPC
     │   │                         answer, a cut stream it could not resume); code -32000
@@ -36,6 +37,7 @@ Hierarchy::
     ├── InvalidResult             a server's result lacks the shape the protocol requires
     ├── OutputSchemaError         ``structuredContent`` does not match the tool's outputSchema
     ├── PaginationError           a server's cursors went round in circles (or never ended)
+    ├── TaskCancelled             the result of a task that was cancelled: there is none
     │   (raised by the resource server, ``mcpkit.auth``:)
     ├── AuthError                 a request's authorization was refused; carries the HTTP
     │   │                         ``status`` and OAuth ``error`` code of the answer
@@ -256,6 +258,15 @@ class PaginationError(MCPError):
 
 class InvalidResult(MCPError):
     """The server answered with a result that does not have the shape the protocol requires."""
+
+
+class TaskTimeout(RequestTimeout):
+    """A task did not end within the time the caller chose to wait. The task goes on on the
+    server: wait again, or cancel it."""
+
+
+class TaskCancelled(MCPError):
+    """The task was cancelled, so it has no result."""
 
 
 # ------------------------------------------------------------------- resource server

@@ -171,6 +171,8 @@ class Receiving(Handshake):
             if out is None:
                 return  # unknown, or cancelled/timed out: ignored (the race is allowed)
             self._forget_token(out)
+            if out.progress_token is not None and _creates_task(msg.result, self.revision):
+                self._task_tokens.add(out.progress_token)  # valid for the task's lifetime
             if out.method == "initialize":
                 self._on_initialize_result(msg.result, events)
                 return
@@ -355,6 +357,8 @@ class Receiving(Handshake):
             assert isinstance(token, str | int)
             target = self._progress_tokens.get(token)
             if target is None:
+                if token in self._task_tokens:  # a task's, after its CreateTaskResult
+                    events.append(NotificationReceived(method, params))
                 return
             total = params.get("total")
             message = params.get("message")
@@ -377,6 +381,13 @@ class Receiving(Handshake):
                                                   or self.revision.stateful):
             return  # nothing but the handshake means anything yet (stateless: no handshake)
         events.append(NotificationReceived(method, params))
+
+
+def _creates_task(result: Any, rev: Revision | None) -> bool:
+    """Whether ``result`` is a 2025-11-25 ``CreateTaskResult``: the progress token of its
+    request "remains valid throughout the task lifetime" (basic/utilities/tasks)."""
+    return (rev is not None and rev.has("tool_execution") and type(result) is dict
+            and type(result.get("task")) is dict)
 
 
 def _first_request_id(items: list[Any]) -> RequestId | None:

@@ -21,6 +21,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
+from .tasks import EXTENSION, EXTENSION_METHODS, declares_extension
 from .versions import REVISIONS
 
 
@@ -57,6 +58,12 @@ class Requesting(ConnectionBase):
             ):
                 raise CapabilityNotSupported(f"'{method}' does not exist in this revision")
             cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+            if rev is not None and rev.has("tasks_extension") and method in EXTENSION_METHODS:
+                if not declares_extension(self.peer_capabilities):
+                    raise CapabilityNotSupported(
+                        f"the server did not declare the {EXTENSION} extension needed for "
+                        f"'{method}'")
+                cap = None  # the extension, not the 2025-11-25 ``tasks`` capability
             if cap == "completions" and rev is not None and not rev.has("completions_capability"):
                 cap = None  # no such flag before 2025-03-26: the server may say METHOD_NOT_FOUND
         if cap is not None and not has_capability(self.peer_capabilities, cap):
@@ -138,11 +145,16 @@ class Requesting(ConnectionBase):
             self.lifecycle.close()
         return out.method
 
+    def release_task_token(self, token: str | int) -> None:
+        """The task that kept progress ``token`` valid has ended: forget it."""
+        self._task_tokens.discard(token)
+
     def fail_pending(self) -> list[RequestId]:
         """Forget every pending outbound request (the connection is gone); return their ids."""
         ids = list(self._outbound)
         self._outbound.clear()
         self._progress_tokens.clear()
+        self._task_tokens.clear()
         self.lifecycle.close()
         return ids
 

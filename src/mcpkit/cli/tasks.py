@@ -1,0 +1,113 @@
+"""``mcpkit call --task`` and ``mcpkit tasks list|get|cancel|result``.
+
+A tool called with ``--task`` runs as a task on the server (docs/tasks.md); while it
+runs, its status changes and progress are shown on stderr — a progress bar redrawn in
+place on a terminal, one plain line per change otherwise (a log, a pipe, CI) — and its
+result is printed like a plain call's. ``tasks`` looks at tasks by id: ``list`` (the
+2025-11-25 ``tasks/list``), ``get``, ``cancel``, and ``result`` (waits for the end).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any, TextIO
+
+BAR = 24
+"""Width of the progress bar, in characters."""
+
+
+class Live:
+    """Where a running task's status and progress are shown (see the module docstring)."""
+
+    def __init__(self, out: TextIO, task_id: str | None = None) -> None:
+        self.out = out
+        self.tty = out.isatty()
+        self.task_id = task_id
+        self.status = "working"
+        self.bar = ""
+        self._drawn = False
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        if total:
+            frac = min(1.0, max(0.0, progress / total))
+            filled = round(frac * BAR)
+            self.bar = f"[{'#' * filled}{'-' * (BAR - filled)}] {frac:4.0%}"
+            plain = f"progress {progress:g}/{total:g}"
+        else:
+            self.bar = plain = f"progress {progress:g}"
+        if message:
+            self.bar, plain = f"{self.bar} {message}", f"{plain} {message}"
+        self._show(plain)
+
+    def changed(self, status: str, message: str | None) -> None:
+        self.status = status
+        self._show(f"status {status}" + (f": {message}" if message else ""))
+
+    def _show(self, plain: str) -> None:
+        if self.tty:
+            line = f"task {self.status:<14} {self.bar}"[:200]
+            self.out.write(f"\r\x1b[2K{line}")
+            self._drawn = True
+        else:
+            self.out.write(f"task {self.task_id or '?'}: {plain}\n")
+        self.out.flush()
+
+    def end(self) -> None:
+        if self._drawn:
+            self.out.write("\n")
+            self.out.flush()
+
+
+async def call_as_task(client: Any, name: str, arguments: dict[str, Any], ttl: int | None,
+                       out: TextIO | None = None) -> Any:
+    """Call tool ``name`` as a task, showing its life on ``out`` (stderr); returns the
+    result, as ``call_tool`` would (or raises its error)."""
+    live = Live(out or sys.stderr)
+    handle = await client.call_tool(name, arguments, task={"ttl": ttl} if ttl else True,
+                                    on_progress=live.progress)
+    live.task_id = handle.task_id
+    try:
+        if handle.task_id is not None:
+            if not live.tty:
+                live.out.write(f"task {handle.task_id}: created\n")
+            async for task in handle:
+                live.changed(task.status, task.status_message)
+        return await handle.result()
+    finally:
+        live.end()
+
+
+def _task_row(task: Any) -> tuple[str, str]:
+    detail = task.status + (f": {task.status_message}" if task.status_message else "")
+    return task.task_id, f"{detail}  (created {task.created_at})"
+
+
+async def tasks_command(client: Any, action: str, rest: list[str], as_json: bool,
+                        table: Any) -> tuple[int, Any]:
+    """Run ``mcpkit tasks ACTION``; returns (exit status, a result to print or None)."""
+    out = sys.stdout
+    if action == "list":
+        items = await client.list_tasks()
+        if as_json:
+            json.dump([t.model_dump(by_alias=True, exclude_none=True) for t in items], out,
+                      indent=2)
+            out.write("\n")
+        else:
+            print(table([_task_row(t) for t in items]))
+        return 0, None
+    if len(rest) != 1:
+        raise ValueError(f"give one task id: mcpkit tasks {action} TARGET TASK_ID")
+    task_id = rest[0]
+    if action == "result":
+        handle = await client.follow_task(task_id)
+        return 0, await handle.result()
+    task = await (client.get_task(task_id) if action == "get" else client.cancel_task(task_id))
+    if task is None:  # 2026-07-28: an acknowledgement only
+        print(f"cancellation of task {task_id} requested")
+    elif as_json:
+        json.dump(task.model_dump(by_alias=True, exclude_none=True), out, indent=2)
+        out.write("\n")
+    else:
+        print(table([_task_row(task)]))
+    return 0, None

@@ -1,0 +1,119 @@
+"""``mcpkit call --task`` and ``mcpkit tasks`` end to end, as subprocesses.
+
+The server is ``examples/everything.py``: on stdio (2025-11-25: the task lives as long as
+the session, so one command sees it whole) and over Streamable HTTP on loopback (the
+CLI speaks 2026-07-28 there for tasks, whose tasks outlive the command that created
+them, so ``tasks get|cancel|result`` in later processes reach them). The live display's
+terminal form (a progress bar redrawn in place) is checked on a terminal-like stream.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+
+import anyio
+import pytest
+
+from mcpkit.cli.tasks import Live
+from mcpkit.client import Client
+
+from .support.http import LiveServer, everything_server
+from .test_cli import EVERYTHING, error_lines, mcpkit
+
+
+def test_call_task_shows_status_and_progress_lines() -> None:
+    res = mcpkit("call", "--stdio", EVERYTHING, "slow_compute", "seconds=0.5", "--task")
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "Computed result in 0.5s"
+    lines = error_lines(res)
+    task_id = lines[0].split()[1].rstrip(":")
+    assert lines[0] == f"task {task_id}: created"
+    assert f"task {task_id}: status working" in lines
+    assert f"task {task_id}: progress 2/2" in lines
+    assert lines[-1] == f"task {task_id}: status completed"
+    assert "\r" not in res.stderr and "\x1b[" not in res.stderr  # not a terminal: plain
+
+
+def test_call_task_json_and_ttl() -> None:
+    res = mcpkit("call", "--stdio", EVERYTHING, "slow_compute", "seconds=0", "--task",
+                 "--ttl", "5000", "--json")
+    assert res.returncode == 0, res.stderr
+    assert json.loads(res.stdout)["content"][0]["text"] == "Computed result in 0s"
+
+
+def test_call_task_of_a_failing_tool_exits_1() -> None:
+    res = mcpkit("call", "--stdio", EVERYTHING, "failing_job", "--task")
+    assert res.returncode == 1
+    assert "input data was rejected" in res.stderr
+
+
+def test_call_task_of_a_forbidden_tool_exits_1() -> None:
+    res = mcpkit("call", "--stdio", EVERYTHING, "greet", "name=Ada", "--task")
+    assert res.returncode == 1
+    assert "cannot run as a task" in res.stderr and "without task=" in res.stderr
+
+
+def test_tasks_needs_a_task_id() -> None:
+    res = mcpkit("tasks", "get", "--stdio", EVERYTHING)
+    assert res.returncode == 2
+    assert "give one task id" in res.stderr
+
+
+def test_tasks_list_on_a_stateful_server_is_empty_for_a_new_session() -> None:
+    res = mcpkit("tasks", "list", "--stdio", EVERYTHING)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "(none)"
+
+
+def test_tasks_get_cancel_result_over_http() -> None:
+    with LiveServer(everything_server().asgi_app()) as live:
+        async def start() -> str:
+            async with Client(live.url, mode="stateless") as client:
+                handle = await client.call_tool("slow_compute", {"seconds": 30}, task=True)
+                assert handle.task_id is not None
+                return handle.task_id
+
+        task_id = anyio.run(start)
+        got = mcpkit("tasks", "get", live.url, task_id)
+        assert got.returncode == 0, got.stderr
+        assert got.stdout.split()[:2] == [task_id, "working"]
+        cancel = mcpkit("tasks", "cancel", live.url, task_id)
+        assert cancel.returncode == 0, cancel.stderr
+        assert cancel.stdout.strip() == f"cancellation of task {task_id} requested"
+        again = mcpkit("tasks", "get", live.url, task_id, "--json")
+        assert json.loads(again.stdout)["status"] == "cancelled"
+        result = mcpkit("tasks", "result", live.url, task_id)
+        assert result.returncode == 1 and "was cancelled" in result.stderr
+        unknown = mcpkit("tasks", "get", live.url, "no-such-task")
+        assert unknown.returncode == 1 and "-32602" in unknown.stderr
+        listing = mcpkit("tasks", "list", live.url)
+        assert listing.returncode == 1 and "reached by its id" in listing.stderr
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_live_draws_a_bar_on_a_terminal() -> None:
+    out = Terminal()
+    live = Live(out, "t1")
+    live.changed("working", None)
+    live.progress(1, 4, "step one")
+    live.progress(4, 4, None)
+    live.changed("completed", None)
+    live.end()
+    text = out.getvalue()
+    assert text.count("\r\x1b[2K") == 4 and text.endswith("\n")
+    assert "[######------------------]  25% step one" in text
+    assert "[########################] 100%" in text
+    assert text.rstrip().endswith("task completed      [########################] 100%")
+
+
+@pytest.mark.parametrize("total, shown", [(None, "task t1: progress 3"),
+                                          (0, "task t1: progress 3")])
+def test_live_without_a_total(total: float | None, shown: str) -> None:
+    out = io.StringIO()
+    Live(out, "t1").progress(3, total, None)
+    assert out.getvalue() == shown + "\n"
