@@ -178,9 +178,11 @@ async def test_input_required_is_answered_by_the_handlers(version: str) -> None:
         check_wire(client)
 
 
-async def test_two_inputs_at_once_in_the_extension() -> None:
+async def test_two_inputs_at_once(version: str) -> None:
+    """Both generations: two requests pending at once (2025-11-25: both ride the
+    tasks/result stream; a second asker once waited forever for a listener)."""
     asked = Asked()
-    async with client_for(V2026_07_28, elicitation=asked) as client:
+    async with client_for(version, elicitation=asked) as client:
         with anyio.fail_after(LIMIT):
             result = await (await client.call_tool("multi_input", task=True)).result()
         assert result.text == "Ada confirmed"

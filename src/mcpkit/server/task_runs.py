@@ -142,8 +142,9 @@ class TaskRun:
         try:
             await self.manager.move(self, "input_required")
             while not self.listeners:
-                self.listening = anyio.Event()
-                await self.listening.wait()
+                if self.listening.is_set():  # a stale one: every listener left since
+                    self.listening = anyio.Event()
+                await self.listening.wait()  # shared by every asker: listen() wakes all
             session, rid = self.listeners[-1]
             return await session.request(method, with_related(params or {}, self.task_id),
                                          timeout=None, related=rid)
