@@ -16,6 +16,7 @@ from .lint import LintInput, lint
 from .matrix import AUTH_ROWS, judge_matrix
 from .model import EraSummary, Finding, Report, Verdict
 from .rules import finding
+from .sec import inputs, security
 from .stateful import probe_stateful
 from .stateless import probe_stateless
 from .target import Target
@@ -26,7 +27,7 @@ EraChoice = Literal["stateful", "stateless", "both"]
 CallTools = Literal["none", "readonly", "all"]
 
 
-def _judge(facts: Facts) -> list[Finding]:
+def _judge(facts: Facts, url: str | None) -> list[Finding]:
     out = list(facts.findings)
     out += judge_envelope(facts)
     out += judge_matrix(facts)
@@ -34,6 +35,7 @@ def _judge(facts: Facts) -> list[Finding]:
     second = facts.second_tools.items if facts.second_tools is not None else None
     out += lint(LintInput(facts.tools, facts.instructions, facts.calls, facts.provoked, second),
                 facts.era)
+    out += security(inputs(facts, url), facts.era)
     out.append(judge_schema(facts))
     return out
 
@@ -104,7 +106,7 @@ async def run_check(target: Target, era: EraChoice = "both",
     for facts in eras:
         report.eras.append(_summary(facts))
         if facts.served:
-            report.findings += _judge(facts)
+            report.findings += _judge(facts, target.url)
         else:
             report.findings += _unserved(facts, required=era != "both" or not any_served)
     report.duration_s = time.monotonic() - started
