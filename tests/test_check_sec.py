@@ -182,7 +182,8 @@ def test_secrets_benign(text: str) -> None:
     ("command", {"type": "string"}), ("shell_cmd", {"type": "string"}),
     ("file_path", {"type": "string", "maxLength": 200}), ("path", {"type": "string"}),
     ("url", {"type": "string", "format": "uri"}), ("webhookUrl", {"type": "string"}),
-    ("target", {"type": "string", "format": "uri"}), ("directory", {"type": ["string", "null"]}),
+    ("target_url", {"type": "string", "format": "uri"}),
+    ("directory", {"type": ["string", "null"]}),
 ])
 def test_unconstrained_input_fires(name: str, schema: dict[str, Any]) -> None:
     data = SecInput(tools=[tool("Does it.", **{name: schema})])
@@ -196,6 +197,7 @@ def test_unconstrained_input_fires(name: str, schema: dict[str, Any]) -> None:
     ("json_path", {"type": "string"}), ("path_style", {"type": "string"}),
     ("profile", {"type": "string"}), ("file_count", {"type": "integer"}),
     ("recursive_path", {"type": "boolean"}), ("url_path", {"type": "string"}),
+    ("uri", {"type": "string"}), ("resource", {"type": "string", "format": "uri"}),
 ])
 def test_unconstrained_input_benign(name: str, schema: dict[str, Any]) -> None:
     data = SecInput(tools=[tool("Does it.", **{name: schema})])

@@ -8,7 +8,8 @@
 * ``SEC.unconstrained-input``: a string parameter that takes a shell command, a file path
   or a URL with no ``enum``, ``const`` or ``pattern`` restricting it: command-injection,
   path-traversal and SSRF surface (OWASP; the spec's security best practices). Known by
-  its name (``command``, ``file_path``, ``url``, ...) or ``format: uri``.
+  its name (``command``, ``file_path``, ``url``, ...); not ``uri``, which in MCP usually
+  names a resource of the server itself.
 * ``SEC.open-http``: a server reached over HTTP at an address beyond loopback that answers
   without credentials (the spec's transport security warning: servers bound beyond
   localhost must authenticate; authorization spec).
@@ -83,7 +84,7 @@ _SHELL = frozenset({"command", "cmd", "shell", "script", "exec", "shell_command"
                     "command_line", "cmdline", "bash", "powershell"})
 _PATH = frozenset({"path", "file", "filename", "filepath", "file_path", "file_name", "dir",
                    "directory", "folder", "dirpath", "dir_path", "pathname"})
-_URL = frozenset({"url", "uri", "endpoint", "href", "link", "webhook", "webhook_url",
+_URL = frozenset({"url", "endpoint", "href", "link", "webhook", "webhook_url",
                   "callback_url", "target_url", "base_url", "fetch_url", "image_url"})
 _NOT_FS = frozenset({"json", "jq", "key", "field", "object", "property", "attribute", "xpath",
                      "css", "api", "route", "url", "query"})
@@ -101,8 +102,7 @@ def _surface(name: str, schema: dict[str, Any]) -> str | None:
     parts = snake.split("_")
     if snake in _SHELL or parts[-1] in {"command", "cmd"}:
         return "a shell command"
-    if snake in _URL or parts[-1] in {"url", "uri"} or schema.get("format") in (
-            "uri", "url", "iri"):
+    if snake in _URL or parts[-1] == "url":
         return "a URL"
     if (snake in _PATH or parts[-1] in {"path", "file", "dir", "directory", "filename"}) and (
             len(parts) == 1 or parts[-2] not in _NOT_FS):
@@ -119,8 +119,9 @@ def _strings(schema: dict[str, Any]) -> bool:
 def _check_unconstrained(data: SecInput) -> Outcome:
     """Top-level string parameters of tools (and prompt arguments) named for a shell command,
     a file path or a URL, with no ``enum``/``const``/``pattern`` (nor a composition or
-    ``$ref`` that may restrict them). ``maxLength`` and ``format: uri`` restrict nothing
-    an attacker cares about."""
+    ``$ref`` that may restrict them). ``maxLength`` and ``format`` restrict nothing an
+    attacker cares about. ``uri`` is left out: in MCP it usually names one of the server's
+    own resources (the official SDK's example has one), not a place to fetch."""
     params: list[tuple[str, str, str, Any]] = []
     total = 0
     for i, tool in enumerate(data.tools):
