@@ -115,6 +115,9 @@ class Report:
     duration_s: float = 0.0
     checker_version: str = ""
     server: str = ""  # the server's name in a host configuration (--config), else ""
+    definitions: dict[str, list[Any]] = field(default_factory=dict)
+    """Tools, prompts, resources and templates as listed (first era served); for the
+    cross-server rules and pinning, not part of the JSON report."""
 
     def failures(self, levels: frozenset[str] | None = None) -> list[Finding]:
         """Failed findings, worst level first (MUST, SHOULD, MAY, LINT), then by rule."""

@@ -28,8 +28,10 @@ SECTION_HTTP = "HTTP transport"
 SECTION_STATELESS = "Stateless revision 2026-07-28"
 SECTION_LINT = "Design lint"
 SECTION_SECURITY = "Security"
+SECTION_HOSTS = "Host configuration"
 
 SECTIONS = (
+    SECTION_HOSTS,
     SECTION_SECURITY,
     SECTION_PROTOCOL,
     SECTION_HTTP,
@@ -219,6 +221,17 @@ RULES: dict[str, Rule] = {
         _r("SEC.unconstrained-input", "SHOULD", X,
            "Command, file-path and URL parameters are constrained (enum or pattern)",
            "spec security best practices (SSRF); CWE-78, CWE-22, CWE-918"),
+        # ---- a host configuration's servers together (mcpkit check --config)
+        _r("CONFIG.entry", "MUST", SECTION_HOSTS,
+           "Every server entry names a command or URL and can be checked in time",
+           "host configuration formats (mcpServers / servers)"),
+        _r("CROSS.shadowing", "SHOULD", SECTION_HOSTS,
+           "No tool name is offered by two servers of one configuration",
+           "Invariant Labs cross-server tool shadowing advisory (2025-04); spec Tools "
+           "§Security (hosts disambiguate tools)"),
+        _r("CROSS.reference", "MUST", SECTION_HOSTS,
+           "No description refers to another server's tools",
+           "Invariant Labs cross-server tool shadowing advisory (2025-04)"),
         _r("SEC.open-http", "MUST", X,
            "An HTTP server beyond loopback requires authorization",
            "spec Transports §Security Warning (bind to localhost, authenticate); "

@@ -11,7 +11,7 @@ import time
 from typing import Literal
 
 from .authprobe import AuthFacts, probe_auth
-from .facts import Facts
+from .facts import LIST_KEYS, Facts
 from .lint import LintInput, lint
 from .matrix import AUTH_ROWS, judge_matrix
 from .model import EraSummary, Finding, Report, Verdict
@@ -103,6 +103,9 @@ async def run_check(target: Target, era: EraChoice = "both",
     for facts in eras:
         facts.auth = auth
     any_served = any(f.served for f in eras)
+    served = next((f for f in eras if f.served), None)
+    if served is not None:
+        report.definitions = {LIST_KEYS[m]: served.items(m) for m in LIST_KEYS}
     for facts in eras:
         report.eras.append(_summary(facts))
         if facts.served:

@@ -8,7 +8,7 @@
     mcpkit read TARGET URI
     mcpkit prompt TARGET NAME [--args JSON | key=value ...]
     mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv
-                        |sarif|junit] [--baseline FILE]
+                        |sarif|junit] [--baseline FILE] [--config FILE|auto] [--jobs N]
                         [--out FILE] [--call-tools none|readonly|all]
                         [--fail-on must|should|lint|never]
                         [--token TOKEN] [--wrong-audience-token TOKEN]
@@ -412,6 +412,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     try:
         known = checking.load_baseline(args)
+        if args.config:
+            return checking.run_config(args, known)
     except checking.CheckUsageError as exc:
         raise UsageError(str(exc)) from exc
     target_spec, rest = _target(args, args.rest)

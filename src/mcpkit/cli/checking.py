@@ -2,7 +2,7 @@
 
 ``cmd_check`` (in :mod:`mcpkit.cli`) builds the target(s) and runs the checks; this module
 adds the options that concern what happens to the reports (``--baseline``, and
-``--config``/``--pin``/``--jobs`` for sets of servers) and writes them: one report in any
+``--config``/``--jobs`` for sets of servers) and writes them: one report in any
 format, several (a host configuration) as one JSON document (``{"servers": [...]}``), one
 SARIF log, one JUnit file, or the human formats one after the other. The exit status is 1
 when a failure at the ``--fail-on`` level is not in the baseline (every failure counts
@@ -15,6 +15,7 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import orjson
@@ -35,9 +36,6 @@ def add_args(chk: argparse.ArgumentParser) -> None:
     chk.add_argument("--config", metavar="FILE|auto",
                      help="check every server of a host configuration (Claude Desktop, Claude "
                      "Code, Cursor, VS Code); 'auto' reads every one found at its default place")
-    chk.add_argument("--pin", metavar="FILE",
-                     help="record a hash of every tool, prompt and template definition in FILE; "
-                     "later runs report what was added, removed or changed")
     chk.add_argument("--jobs", type=int, default=4, metavar="N",
                      help="with --config: servers checked at once (default 4)")
 
@@ -108,3 +106,36 @@ def output(args: argparse.Namespace, reports: Sequence[Report], known: set[str] 
         sys.stderr.write(f"  new: {report_ci.server_of(r)} {finding.era or ''} "
                          f"{finding.rule}\n")
     return 1 if new else 0
+
+
+def run_config(args: argparse.Namespace, known: set[str] | None) -> int:
+    """``mcpkit check --config FILE|auto``: check every server of the configuration(s)."""
+    import anyio
+
+    from ..check.fleet import check_entries
+    from ..check.hosts import HostConfigError, ServerEntry, auto_paths, read_config
+
+    if args.rest or args.stdio:
+        raise CheckUsageError("--config checks the servers of a configuration; give no "
+                              "TARGET or --stdio with it")
+    if args.jobs < 1:
+        raise CheckUsageError("--jobs must be at least 1")
+    paths = auto_paths() if args.config == "auto" else [Path(args.config)]
+    if not paths:
+        raise CheckUsageError("no host configuration found at the default places (Claude "
+                              "Desktop, Claude Code, Cursor, VS Code; user and project)")
+    entries: list[ServerEntry] = []
+    try:
+        for path in paths:
+            entries += read_config(path)
+    except HostConfigError as exc:
+        raise CheckUsageError(str(exc)) from exc
+    names = [e.name for e in entries]
+    for e in entries:  # the same name in two files: say which file
+        if names.count(e.name) > 1:
+            e.name = f"{e.name} [{e.source}]"
+    sys.stderr.write(f"mcpkit check: {len(entries)} server(s) in "
+                     f"{', '.join(str(p) for p in paths)}\n")
+    reports = anyio.run(lambda: check_entries(entries, args.era, args.call_tools,
+                                              jobs=args.jobs, timeout=args.timeout))
+    return output(args, reports, known, config=str(paths[0]) if len(paths) == 1 else None)
