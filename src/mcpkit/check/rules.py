@@ -221,6 +221,9 @@ RULES: dict[str, Rule] = {
         _r("SEC.unconstrained-input", "SHOULD", X,
            "Command, file-path and URL parameters are constrained (enum or pattern)",
            "spec security best practices (SSRF); CWE-78, CWE-22, CWE-918"),
+        _r("PIN.definitions", "SHOULD", X,
+           "Tool, prompt and template definitions match the pin (--pin FILE)",
+           "Invariant Labs rug-pull advisory (2025-04); spec Tools §Security"),
         # ---- a host configuration's servers together (mcpkit check --config)
         _r("CONFIG.entry", "MUST", SECTION_HOSTS,
            "Every server entry names a command or URL and can be checked in time",

@@ -8,7 +8,8 @@
     mcpkit read TARGET URI
     mcpkit prompt TARGET NAME [--args JSON | key=value ...]
     mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv
-                        |sarif|junit] [--baseline FILE] [--config FILE|auto] [--jobs N]
+                        |sarif|junit] [--baseline FILE] [--pin FILE]
+                        [--config FILE|auto] [--jobs N]
                         [--out FILE] [--call-tools none|readonly|all]
                         [--fail-on must|should|lint|never]
                         [--token TOKEN] [--wrong-audience-token TOKEN]
@@ -411,9 +412,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     from ..check import Target, run_check
 
     try:
-        known = checking.load_baseline(args)
+        prep = checking.prepare(args)
         if args.config:
-            return checking.run_config(args, known)
+            return checking.run_config(args, prep)
     except checking.CheckUsageError as exc:
         raise UsageError(str(exc)) from exc
     target_spec, rest = _target(args, args.rest)
@@ -440,7 +441,7 @@ def cmd_check(args: argparse.Namespace) -> int:
                         token=token, wrong_audience_token=wrong)
     report = anyio.run(run_check, target, args.era, args.call_tools)
     try:
-        return checking.output(args, [report], known)
+        return checking.output(args, [report], prep)
     except checking.CheckUsageError as exc:
         raise UsageError(str(exc)) from exc
 

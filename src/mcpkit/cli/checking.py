@@ -1,7 +1,7 @@
 """``mcpkit check``'s CI options and output: formats for one server or many, baselines.
 
 ``cmd_check`` (in :mod:`mcpkit.cli`) builds the target(s) and runs the checks; this module
-adds the options that concern what happens to the reports (``--baseline``, and
+adds the options that concern what happens to the reports (``--baseline``, ``--pin``, and
 ``--config``/``--jobs`` for sets of servers) and writes them: one report in any
 format, several (a host configuration) as one JSON document (``{"servers": [...]}``), one
 SARIF log, one JUnit file, or the human formats one after the other. The exit status is 1
@@ -15,8 +15,9 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -36,6 +37,9 @@ def add_args(chk: argparse.ArgumentParser) -> None:
     chk.add_argument("--config", metavar="FILE|auto",
                      help="check every server of a host configuration (Claude Desktop, Claude "
                      "Code, Cursor, VS Code); 'auto' reads every one found at its default place")
+    chk.add_argument("--pin", metavar="FILE",
+                     help="record a hash of every tool, prompt and template definition in FILE; "
+                     "later runs report what was added, removed or changed")
     chk.add_argument("--jobs", type=int, default=4, metavar="N",
                      help="with --config: servers checked at once (default 4)")
 
@@ -61,24 +65,39 @@ def _join(reports: Sequence[Report], fmt: str, color: bool) -> str:
     return sep.join(parts)
 
 
-def load_baseline(args: argparse.Namespace) -> set[str] | None:
-    """The identities of the failures in ``--baseline`` (None without one); read before the
-    checks run, so that a wrong path fails at once."""
-    from ..check import report_ci
+@dataclass(slots=True)
+class Prepared:
+    """What ``--baseline`` and ``--pin`` hold, read before the checks run (so that a wrong
+    path fails at once, not after minutes of probing)."""
+
+    known: set[str] | None = None  # failure identities of the baseline
+    pins: dict[str, Any] | None = None  # the pin file's servers
+
+
+def prepare(args: argparse.Namespace) -> Prepared:
+    from ..check import pinning, report_ci
 
     try:
-        return report_ci.baseline_keys(args.baseline) if args.baseline else None
-    except report_ci.BaselineError as exc:
+        known = report_ci.baseline_keys(args.baseline) if args.baseline else None
+        pins = pinning.load(args.pin) if args.pin else None
+    except (report_ci.BaselineError, pinning.PinError) as exc:
         raise CheckUsageError(str(exc)) from exc
+    return Prepared(known, pins)
 
 
-def output(args: argparse.Namespace, reports: Sequence[Report], known: set[str] | None,
+def output(args: argparse.Namespace, reports: Sequence[Report], prep: Prepared,
            config: str | None = None) -> int:
-    """Write ``reports`` as ``--format`` to ``--out`` or stdout; the exit status (failures
-    at ``--fail-on`` not in the baseline ``known``)."""
-    from ..check import report_ci
+    """Judge the pins, write ``reports`` as ``--format`` to ``--out`` or stdout; the exit
+    status (failures at ``--fail-on`` not in the baseline)."""
+    from ..check import pinning, report_ci
     from ..check.model import fail_levels
 
+    known = prep.known
+    if prep.pins is not None:
+        try:
+            pinning.apply(reports, args.pin, prep.pins)
+        except pinning.PinError as exc:
+            raise CheckUsageError(str(exc)) from exc
     color = args.out is None and args.format == "text" and sys.stdout.isatty() and (
         "NO_COLOR" not in os.environ)
     if args.format == "sarif":
@@ -108,7 +127,7 @@ def output(args: argparse.Namespace, reports: Sequence[Report], known: set[str] 
     return 1 if new else 0
 
 
-def run_config(args: argparse.Namespace, known: set[str] | None) -> int:
+def run_config(args: argparse.Namespace, prep: Prepared) -> int:
     """``mcpkit check --config FILE|auto``: check every server of the configuration(s)."""
     import anyio
 
@@ -138,4 +157,4 @@ def run_config(args: argparse.Namespace, known: set[str] | None) -> int:
                      f"{', '.join(str(p) for p in paths)}\n")
     reports = anyio.run(lambda: check_entries(entries, args.era, args.call_tools,
                                               jobs=args.jobs, timeout=args.timeout))
-    return output(args, reports, known, config=str(paths[0]) if len(paths) == 1 else None)
+    return output(args, reports, prep, config=str(paths[0]) if len(paths) == 1 else None)
