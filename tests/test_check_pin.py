@@ -64,7 +64,7 @@ def test_pin_then_detect_the_rug_pull(tmp_path: Path) -> None:
     # the default --fail-on must does not fail on a pin change; the pin is not rewritten
     code, again = run(tmp_path, pins, "swap")
     assert (code, again["verdict"]) == (0, "fail")
-    assert list(json.loads(pins.read_text())["servers"].values())[0] == server
+    assert next(iter(json.loads(pins.read_text())["servers"].values())) == server
     # and going back reports the removal
     pins2 = tmp_path / "pins2.json"
     run(tmp_path, pins2, "swap")
