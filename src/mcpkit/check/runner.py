@@ -16,7 +16,7 @@ from .lint import LintInput, lint
 from .matrix import AUTH_ROWS, judge_matrix
 from .model import EraSummary, Finding, Report, Verdict
 from .rules import finding
-from .sec import inputs, security
+from .sec import announced, inputs, security
 from .stateful import probe_stateful
 from .stateless import probe_stateless
 from .target import Target
@@ -32,7 +32,10 @@ def _judge(facts: Facts, url: str | None) -> list[Finding]:
     out += judge_envelope(facts)
     out += judge_matrix(facts)
     out.append(judge_input_schemas(facts))
-    second = facts.second_tools.items if facts.second_tools is not None else None
+    # an unannounced change between the two listings is SEC.silent-change's (one defect,
+    # one rule); an announced one is still a design smell for LINT.static-descriptions
+    second = (facts.second_tools.items if facts.second_tools is not None and announced(facts)
+              else None)
     out += lint(LintInput(facts.tools, facts.instructions, facts.calls, facts.provoked, second),
                 facts.era)
     out += security(inputs(facts, url), facts.era)

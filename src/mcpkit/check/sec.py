@@ -22,9 +22,16 @@ from .model import Era, Finding
 from .rules import RULES, finding
 from .sec_common import SecInput
 
-__all__ = ["SecInput", "inputs", "security"]
+__all__ = ["SecInput", "announced", "inputs", "security"]
 
 _CHECKS = {**sec_texts.CHECKS, **sec_surface.CHECKS}
+
+
+def announced(facts: Facts) -> bool:
+    """Whether the server sent ``notifications/tools/list_changed`` in this era."""
+    return any(isinstance(rec.msg, dict)
+               and rec.msg.get("method") == "notifications/tools/list_changed"
+               for rec in facts.log.received)
 
 
 def inputs(facts: Facts, url: str | None) -> SecInput:
@@ -38,7 +45,10 @@ def inputs(facts: Facts, url: str | None) -> SecInput:
     outputs += [(f"prompts/get #{i} result", r.result) for i, r in enumerate(facts.prompt_gets)
                 if r.result is not None]
     auth = facts.auth
+    second = facts.second_tools
     return SecInput(
+        second_tools=second.items if second is not None and second.ok else None,
+        announced=announced(facts),
         tools=list(facts.tools), prompts=facts.items("prompts/list"),
         resources=facts.items("resources/list"),
         resourceTemplates=facts.items("resources/templates/list"),

@@ -36,6 +36,8 @@ class SecInput:
 
     ``url`` is the HTTP URL the server was reached at (None over stdio) and ``protected``
     whether it refused a request without credentials (the authorization probe).
+    ``second_tools`` is a second ``tools/list`` of the same session and ``announced``
+    whether the server sent ``notifications/tools/list_changed``.
     """
 
     tools: list[Any] = field(default_factory=list)
@@ -46,6 +48,8 @@ class SecInput:
     outputs: list[tuple[str, Any]] = field(default_factory=list)  # (where, result)
     url: str | None = None
     protected: bool | None = None
+    second_tools: list[Any] | None = None  # tools/list asked again in the same session
+    announced: bool = False  # notifications/tools/list_changed was received
 
 
 def label(kind: str, index: int, item: Any) -> str:

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from ..auth.urls import is_loopback_host
-from .lint_common import Outcome, name_list, quantity, shorten
+from .lint_common import Outcome, name_list, quantity, shorten, to_json
 from .sec_common import SecInput, definition_texts, label, output_texts
 
 _SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -169,7 +169,39 @@ def _check_open_http(data: SecInput) -> Outcome:
             f"POST {data.url} without Authorization was served")
 
 
+def _check_silent_change(data: SecInput) -> Outcome:
+    """Two ``tools/list`` calls of one session: every tool listed in both (by name, first
+    occurrence) has the same definition (canonical JSON), unless the server announced the
+    change with ``notifications/tools/list_changed``. Tools in one listing only and the
+    order are ``LIST.deterministic-order``'s business."""
+    if data.second_tools is None:
+        return "n/a", "tools/list was not answered twice.", ""
+    first = {t["name"]: t for t in reversed(data.tools)
+             if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    second = {t["name"]: t for t in reversed(data.second_tools)
+              if isinstance(t, dict) and isinstance(t.get("name"), str)}
+    both = [n for n in first if n in second]
+    changed = [n for n in both if to_json(first[n], canonical=True)
+               != to_json(second[n], canonical=True)]
+    if not changed:
+        return "pass", f"{quantity(len(both), 'tool')} identical in two listings.", ""
+    if data.announced:
+        return ("pass", f"{quantity(len(changed), 'tool')} changed between two listings, "
+                "announced with notifications/tools/list_changed.", "")
+    keys = {n: sorted(k for k in set(first[n]) | set(second[n])
+                      if to_json(first[n].get(k), canonical=True)
+                      != to_json(second[n].get(k), canonical=True)) for n in changed}
+    shown = [f"{shorten(n)} ({', '.join(keys[n])})" for n in changed]
+    return ("fail", f"{quantity(len(changed), 'tool')} changed between two tools/list calls of "
+            f"one session without notifications/tools/list_changed: {name_list(shown)}. A "
+            "definition that changes behind the host's back is how a rug pull reaches the "
+            "model; keep definitions fixed, or announce the change.",
+            {n: {"first": {k: first[n].get(k) for k in keys[n]},
+                 "second": {k: second[n].get(k) for k in keys[n]}} for n in changed[:4]})
+
+
 CHECKS: dict[str, Callable[[SecInput], Outcome]] = {
+    "SEC.silent-change": _check_silent_change,
     "SEC.secrets": _check_secrets,
     "SEC.unconstrained-input": _check_unconstrained,
     "SEC.open-http": _check_open_http,
