@@ -61,3 +61,22 @@ def test_nested_object_without_properties_suggests_no_invented_field(
     message = _nested({"opts": schema})
     assert "give each key opts takes its own top-level parameter" in message
     assert "filters" not in message
+
+
+@pytest.mark.parametrize(("versions", "echoed"), [
+    ("2025-11-25", "2025-11-25"),
+    ("2024-11-05 2025-03-26 2025-06-18 2025-11-25",
+     "2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25"),
+    ("2025-03-26 2025-06-18", "2025-03-26, 2025-06-18"),
+])
+def test_m045_is_judged_on_every_revision_asked(
+        versions: str, echoed: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A server that supports only some revisions counter-offers for the rest: that is
+    compliant (the old judge failed a server speaking only 2025-11-25 for answering
+    2025-11-25 to 2025-03-26). The contradicting case is the family's M045 variant."""
+    monkeypatch.setenv("MCPKIT_LEGACY_VERSIONS", versions)
+    target = Target(command=[sys.executable, str(SERVERS / "legacy_only.py")])
+    report = anyio.run(run_check, target, "stateful", "none")
+    [m045] = [f for f in report.findings if f.rule == "M045"]
+    assert m045.verdict == "pass", m045.message
+    assert f"echoed {echoed}" in m045.message

@@ -192,6 +192,18 @@ def _m016(relay: Relay, msg: Msg, req: Msg) -> Msg:
     return msg
 
 
+_M045 = {"2025-06-18": "2024-11-05", "2024-11-05": LATEST}
+
+
+def _m045(relay: Relay, msg: Msg, req: Msg) -> Msg:
+    """Counter-offer 2024-11-05 when asked for 2025-06-18, but refuse 2024-11-05 (offer the
+    newest instead) when asked for it directly: the set of answers contradicts itself."""
+    if method(req) == "initialize" and is_result(msg):
+        asked = params(req).get("protocolVersion")
+        msg["result"]["protocolVersion"] = _M045.get(asked, msg["result"]["protocolVersion"])
+    return msg
+
+
 def _m046(relay: Relay, msg: Msg, req: Msg) -> Msg:
     if method(req) == "initialize" and is_result(msg):
         msg["result"]["protocolVersion"] = params(req).get("protocolVersion")
@@ -382,6 +394,7 @@ DEFECTS: dict[str, Defect] = {
     "M011": Defect(down=lambda relay, msg, req: msg[:1] if isinstance(msg, list) else msg),
     # ---- lifecycle and features
     "M042": Defect(down=_m042),
+    "M045": Defect(down=_m045),
     "M046": Defect(down=_m046),
     "M050": Defect(down=in_result("resources/list",
                                   lambda result: result["resources"][0].pop("name"))),
