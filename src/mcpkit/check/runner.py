@@ -21,6 +21,7 @@ from .stateful import probe_stateful
 from .stateless import probe_stateless
 from .target import Target
 from .toolschema import judge_input_schemas
+from .wire_sse import discover
 from .wirejudge import judge_envelope, judge_schema, messages_checked
 
 EraChoice = Literal["stateful", "stateless", "both"]
@@ -77,6 +78,28 @@ def _summary(facts: Facts) -> EraSummary:
                       facts.capabilities or None, note, messages_checked(facts))
 
 
+async def _legacy_sse(target: Target, eras: list[Facts], call_tools: CallTools,
+                      auth: AuthFacts | None) -> None:
+    """A URL that serves neither era may be a 2024-11-05 HTTP+SSE server's SSE URL: when a
+    GET there opens a stream whose first event is ``endpoint``, probe the handshake era
+    over that transport instead (it has no stateless revision)."""
+    if target.url is None or target._client is None or (auth is not None and auth.protected):
+        return
+    endpoint, why = await discover(target._client, target.url, target.http_headers(),
+                                   target.timeout)
+    if endpoint is None:
+        if why and eras:  # a legacy-looking stream that cannot be used: say so
+            eras[0].note = (eras[0].note + "; " if eras[0].note else "") + why
+        return
+    target.legacy_sse = True
+    facts = await probe_stateful(target, call_tools)
+    facts.note = (f"legacy HTTP+SSE transport (2024-11-05): event stream at {target.url}, "
+                  f"messages POSTed to {endpoint}" + (f"; {facts.note}" if facts.note else ""))
+    eras[:] = [facts, *(f for f in eras if f.era == "stateless")]
+    for other in eras[1:]:
+        other.note = "the legacy HTTP+SSE transport has no stateless revision"
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -103,6 +126,8 @@ async def run_check(target: Target, era: EraChoice = "both",
             eras.append(facts)
         if era in ("stateless", "both"):
             eras.append(await probe_stateless(target, call_tools, stateful_served))
+        if era != "stateless" and not any(f.served for f in eras):
+            await _legacy_sse(target, eras, call_tools, auth)
     for facts in eras:
         facts.auth = auth
     any_served = any(f.served for f in eras)

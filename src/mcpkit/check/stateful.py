@@ -35,6 +35,7 @@ from .schemas import REVISIONS
 from .target import Target
 from .wire import CHECKER_INFO, Channel, Reply, WireLog
 from .wire_http import HttpChannel
+from .wire_sse import SseChannel
 from .wire_stdio import StdioChannel
 
 LATEST = LATEST_STATEFUL
@@ -92,7 +93,7 @@ async def _main(target: Target, chan: Channel, facts: Facts, call_tools: str) ->
         facts.note = (
             "initialize was refused: " + (str(reply.error) if reply.error else "no answer")
         )
-        if isinstance(chan, StdioChannel) and chan.start_error:
+        if isinstance(chan, (StdioChannel, SseChannel)) and chan.start_error:
             facts.note = chan.start_error
         return
     facts.served = True
