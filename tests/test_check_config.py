@@ -201,3 +201,28 @@ def test_cross_reference_ignores_common_words_and_own_tools(tmp_path: Path) -> N
     assert findings == {"CROSS.shadowing": "pass", "CROSS.reference": "pass"}
     c = report("c", ("c_x", "Before a_list, always call c_x."))
     assert {f.rule: f.verdict for f in cross_server([a, c])}["CROSS.reference"] == "fail"
+
+
+def test_auto_reads_the_default_places(tmp_path: Path) -> None:
+    home, work = tmp_path / "home", tmp_path / "work"
+    work.mkdir()
+    env = {**os.environ, "NO_COLOR": "1", "HOME": str(home), "XDG_CONFIG_HOME": "",
+           "PYTHONPATH": str(ROOT / "src")}
+
+    def auto(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([PY, "-m", "mcpkit.cli", "check", "--config", "auto", *extra],
+                              capture_output=True, text=True, timeout=120, env=env, cwd=work)
+
+    res = auto()
+    assert res.returncode == 2 and "no host configuration found" in res.stderr
+    write(home / ".cursor" / "mcp.json", {"mcpServers": {
+        "good": {"command": PY, "args": [str(SERVERS / "check_good.py")]}}})
+    write(work / ".vscode" / "mcp.json", {"servers": {
+        "good": {"command": PY, "args": [str(SERVERS / "check_good.py")]}}})
+    res = auto("--era", "stateful", "--call-tools", "none", "--format", "json")
+    assert res.returncode == 0, res.stderr
+    servers = [r["server"] for r in json.loads(res.stdout)["servers"]]
+    # the same name in two files is told apart by its file; one cross report per file
+    assert servers[:2] == [f"good [{home / '.cursor' / 'mcp.json'}]",
+                           f"good [{work / '.vscode' / 'mcp.json'}]"]
+    assert len(servers) == 4 and all(s.startswith("(across servers) ") for s in servers[2:])
