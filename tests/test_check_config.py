@@ -142,7 +142,7 @@ def test_ten_servers_in_under_30_s_every_process_ended(tmp_path: Path) -> None:
     relay = str(SERVERS / "check_family.py")
     config = write(tmp_path / "claude_desktop_config.json", {"mcpServers": {
         "everything": py(str(ROOT / "examples" / "everything.py")),
-        "notes": py(str(ROOT / "examples" / "notes.py")),
+        "notes": {**py(str(ROOT / "examples" / "notes.py")), "cwd": str(tmp_path)},
         "official": py(str(SERVERS / "official_everything.py")),
         "good": py(str(SERVERS / "check_good.py")),
         "benign": py(str(SERVERS / "check_benign.py")),
