@@ -12,6 +12,8 @@ The pieces, each in its own module:
   ``jwks``) and :class:`IntrospectionVerifier` (``introspection``, RFC 7662);
 - :class:`AccessToken` (``access_token``), the principal; :class:`Audience` and
   :class:`ClaimRules` (``claims``), the rules tokens are judged by;
+- :class:`DPoPChecker` (``dpop``): DPoP proofs of DPoP-bound tokens (RFC 9449),
+  ``Auth(dpop=True)``;
 - :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
   URL rules (``urls``), the bounded fetcher (``fetch``).
 
@@ -23,7 +25,8 @@ The client side (an MCP client getting tokens from an authorization server):
   challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
 - :class:`ClientCredentialsAuth` (``client_m2m``): the same discovery and stores for
   the client credentials grant (no user), with a secret or a :class:`PrivateKeyJWT`
-  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients);
+  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients); both ask for
+  DPoP-bound tokens with ``dpop=True`` or a :class:`DPoPKey` (``client_dpop``);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
@@ -32,6 +35,7 @@ The client side (an MCP client getting tokens from an authorization server):
   address rule the client's fetches follow (``OAuth(allow_private_networks=...)``).
 
 The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
+:class:`InvalidDPoPProof`, :class:`UseDPoPNonce`,
 :class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
 ``mcpkit.protocol.errors`` and are re-exported here. See docs/auth.md.
 """
@@ -39,17 +43,26 @@ The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 from ..protocol.errors import (
     AuthError,
     AuthorizationFailed,
+    InvalidDPoPProof,
     InvalidToken,
     MalformedAuthorization,
+    UseDPoPNonce,
     VerifierUnavailable,
 )
 from .access_token import AccessToken
 from .addresses import HostClass, classify_host
-from .bearer import parse_authorization
-from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
+from .bearer import parse_authorization, parse_credentials
+from .challenge import (
+    bearer_challenge,
+    dpop_challenge,
+    insufficient_scope,
+    invalid_request,
+    unauthorized,
+)
 from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_dpop import DPoPKey
 from .client_jwt import PrivateKeyJWT
 from .client_loopback import LoopbackRedirect
 from .client_m2m import ClientCredentialsAuth
@@ -62,6 +75,7 @@ from .client_store import (
     TokenStore,
 )
 from .config import Auth
+from .dpop import DPoPChecker
 from .fetch import Fetcher
 from .introspection import IntrospectionVerifier
 from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
@@ -83,11 +97,14 @@ __all__ = [
     "ClaimRules",
     "ClientCredentials",
     "ClientCredentialsAuth",
+    "DPoPChecker",
+    "DPoPKey",
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
     "HostClass",
     "IntrospectionVerifier",
+    "InvalidDPoPProof",
     "InvalidToken",
     "JWTVerifier",
     "LoopbackRedirect",
@@ -100,14 +117,17 @@ __all__ = [
     "TokenStore",
     "TokenVerifier",
     "Tokens",
+    "UseDPoPNonce",
     "VerifierUnavailable",
     "bearer_challenge",
     "canonical_resource_uri",
     "classify_host",
+    "dpop_challenge",
     "insufficient_scope",
     "invalid_request",
     "parse_bearer_challenge",
     "parse_authorization",
+    "parse_credentials",
     "protected_resource_metadata_urls",
     "unauthorized",
 ]

@@ -34,8 +34,9 @@ from typing import Any
 from ..protocol.errors import AuthorizationFailed
 from .client_challenge import BearerChallenge
 from .client_discovery import Discovery
+from .client_dpop import DPoPKey
 from .client_jwt import PrivateKeyJWT
-from .client_oauth import OAuth, _Server
+from .client_oauth import OAuth, _another, _Server
 from .client_steps import Step
 from .client_store import ClientCredentials, Tokens, TokenStore
 from .client_tokens import SECRET_METHODS, client_credentials
@@ -63,8 +64,8 @@ class ClientCredentialsAuth(OAuth):
     (``private_key_jwt``: a :class:`PrivateKeyJWT`, or a private key in PEM or as a JWK
     mapping, signed with ``signing_alg`` when given). ``issuer``: the authorization
     server these credentials belong to; when given, a server naming another one is
-    refused before anything is sent. ``scopes``, ``store``, ``max_step_ups``: as for
-    :class:`OAuth`.
+    refused before anything is sent. ``scopes``, ``store``, ``max_step_ups``, ``dpop``:
+    as for :class:`OAuth`.
     """
 
     _interactive = False
@@ -73,7 +74,8 @@ class ClientCredentialsAuth(OAuth):
                  private_key: PrivateKeyJWT | str | bytes | Mapping[str, Any] | None = None,
                  signing_alg: str | None = None, auth_method: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
-                 store: TokenStore | None = None, max_step_ups: int = 2) -> None:
+                 store: TokenStore | None = None, max_step_ups: int = 2,
+                 dpop: bool | DPoPKey = False) -> None:
         if not client_id:
             raise ValueError("client_id is required")
         if (client_secret is None) == (private_key is None):
@@ -90,17 +92,18 @@ class ClientCredentialsAuth(OAuth):
         elif auth_method == "private_key_jwt":
             raise ValueError("private_key_jwt needs a private_key")
         super().__init__(_NoUser(), store=store, max_step_ups=max_step_ups,
-                         offline_access=False, scopes=scopes,
+                         offline_access=False, scopes=scopes, dpop=dpop,
                          client=ClientCredentials(client_id, client_secret, auth_method,
                                                   private_key=signer))
         self.issuer = issuer
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
-               sent: str | None) -> Generator[Step, Any, Tokens]:
+               sent: Tokens | None) -> Generator[Step, Any, Tokens]:
         """A stored token other than the refused one, else a new one (no refresh)."""
         discovery = yield from self._discover(server, known, challenge)
         held = self.store.get_tokens(discovery.issuer, discovery.resource)
-        if held is not None and held.access_token != sent and not held.expired():
+        if _another(held, sent):
+            assert held is not None
             return held
         wanted = (self.scopes if self.scopes is not None
                   else challenge.scopes or discovery.scopes_supported)
@@ -115,6 +118,7 @@ class ClientCredentialsAuth(OAuth):
         assert isinstance(self.client, ClientCredentials)
         scopes = tuple(dict.fromkeys(wanted))
         known.requested = scopes
-        tokens = yield from client_credentials(discovery, self.client, scopes)
+        tokens = yield from client_credentials(discovery, self.client, scopes,
+                                               self._prover())
         self.store.set_tokens(discovery.issuer, discovery.resource, tokens)
         return tokens

@@ -8,7 +8,10 @@ Registration (``application_type: native``; the result stored per issuer).
 always sent) with the client authentication the credentials or the server's
 ``token_endpoint_auth_methods_supported`` call for: ``none`` (``client_id`` in the
 form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding), ``client_secret_post`` or
-``private_key_jwt`` (a fresh assertion per request, ``client_jwt``).
+``private_key_jwt`` (a fresh assertion per request, ``client_jwt``), and with a DPoP
+proof when given a :class:`~mcpkit.auth.client_dpop.Prover` (RFC 9449 §5; retried
+once with the server's nonce after ``use_dpop_nonce``; a ``token_type: DPoP`` answer
+keeps the key with the tokens, a ``Bearer`` one is a bearer token).
 :func:`client_credentials` makes the machine-to-machine token request (RFC 6749 §4.4,
 ``grant_type=client_credentials``, the MCP client credentials extension).
 
@@ -34,6 +37,7 @@ from urllib.parse import quote
 
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery
+from .client_dpop import Prover, check_server_algs
 from .client_jwt import ASSERTION_TYPE
 from .client_steps import Fetched, Step, exchange_json
 from .client_store import ClientCredentials, Tokens, TokenStore
@@ -134,42 +138,62 @@ def _with_client_auth(form: dict[str, str], client: ClientCredentials,
 
 
 def _token_request(discovery: Discovery, client: ClientCredentials, form: dict[str, str],
-                   granted: tuple[str, ...]) -> Generator[Step, Any, tuple[Tokens | None, str]]:
+                   granted: tuple[str, ...], prover: Prover | None = None,
+                   ) -> Generator[Step, Any, tuple[Tokens | None, str]]:
     """POST ``form`` to the token endpoint: (tokens, "") or (None, why). ``granted``:
-    the scopes to assume when the answer names none (RFC 6749 §5.1: as requested)."""
+    the scopes to assume when the answer names none (RFC 6749 §5.1: as requested).
+    ``prover``: send a DPoP proof (RFC 9449 §5), once more with the server's nonce after
+    a 400 ``use_dpop_nonce`` (§8)."""
     endpoint = discovery.endpoint("token_endpoint")
     assert endpoint is not None  # checked by discovery
-    headers = _with_client_auth(form, client, discovery)
-    fetched: Fetched = yield from exchange_json("POST", endpoint, form=form, headers=headers)
-    answer = fetched.document
-    status = fetched.status
+    if prover is not None:
+        check_server_algs(discovery.metadata, prover.key, discovery.issuer)
+    for attempt in range(2 if prover is not None else 1):
+        sent = dict(form)
+        headers = _with_client_auth(sent, client, discovery)  # a fresh assertion each time
+        if prover is not None:
+            headers["dpop"] = prover.proof("POST", endpoint)
+        fetched: Fetched = yield from exchange_json("POST", endpoint, form=sent,
+                                                    headers=headers)
+        answer = fetched.document
+        status = fetched.status
+        fresh_nonce = (prover is not None and fetched.response is not None
+                       and prover.nonces.learn(endpoint, fetched.response))
+        if (status == 400 and answer is not None and answer.get("error") == "use_dpop_nonce"
+                and fresh_nonce and attempt == 0):
+            continue
+        break
     if answer is None or status != 200:
         return None, fetched.problem or _error_of(answer) or f"HTTP {status}"
     token, kind = answer.get("access_token"), answer.get("token_type", "Bearer")
     if not isinstance(token, str) or not token or not isinstance(kind, str):
         return None, "the answer has no access_token"
-    if kind.lower() != "bearer":
-        return None, f"token type {kind[:40]!r} is not supported (only Bearer)"
+    if kind.lower() == "dpop" and prover is None:
+        return None, f"token type {kind[:40]!r} is not supported without a DPoP proof"
+    if kind.lower() not in ("bearer", "dpop"):
+        return None, f"token type {kind[:40]!r} is not supported (only Bearer and DPoP)"
+    bound = kind.lower() == "dpop"  # a Bearer answer to a DPoP request: a bearer token
     expires_in = answer.get("expires_in")
     refresh_token = answer.get("refresh_token")
     scope = answer.get("scope")
     return Tokens(
-        access_token=token,
+        access_token=token, token_type="DPoP" if bound else "Bearer",
         expires_at=time.time() + expires_in if isinstance(expires_in, int | float)
         and not isinstance(expires_in, bool) else None,
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token
         else form.get("refresh_token"),
-        scopes=tuple(scope.split()) if isinstance(scope, str) else granted), ""
+        scopes=tuple(scope.split()) if isinstance(scope, str) else granted,
+        dpop_jwk=prover.key.private_jwk if bound and prover is not None else None), ""
 
 
 def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
                   code_verifier: str, redirect_uri: str, scopes: tuple[str, ...],
-                  ) -> Generator[Step, Any, Tokens]:
+                  prover: Prover | None = None) -> Generator[Step, Any, Tokens]:
     """Trade an authorization code for tokens (``scopes``: those asked for).
     ``AuthorizationFailed`` when refused."""
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
             "code_verifier": code_verifier, "resource": discovery.resource}
-    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
     if tokens is None:
         raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
                                   f"authorization code: {problem}")
@@ -177,18 +201,20 @@ def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
 
 
 def refresh(discovery: Discovery, client: ClientCredentials, tokens: Tokens,
-            ) -> Generator[Step, Any, Tokens | None]:
+            prover: Prover | None = None) -> Generator[Step, Any, Tokens | None]:
     """New tokens from ``tokens.refresh_token`` (a rotated one replaces it, else it is
-    kept), or ``None`` when the server refused."""
+    kept), or ``None`` when the server refused. ``prover``: DPoP, with the key the
+    refresh token is bound to (RFC 9449 §5)."""
     assert tokens.refresh_token is not None
     form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token,
             "resource": discovery.resource}
-    fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes)
+    fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes, prover)
     return fresh
 
 
 def client_credentials(discovery: Discovery, client: ClientCredentials,
-                       scopes: tuple[str, ...]) -> Generator[Step, Any, Tokens]:
+                       scopes: tuple[str, ...], prover: Prover | None = None,
+                       ) -> Generator[Step, Any, Tokens]:
     """A token for the client itself (RFC 6749 §4.4): ``grant_type=client_credentials``,
     ``resource`` and ``scopes`` (none sent when empty). No refresh token is kept (a new
     token is asked for instead). ``AuthorizationFailed`` when refused, or when the
@@ -202,7 +228,7 @@ def client_credentials(discovery: Discovery, client: ClientCredentials,
     form = {"grant_type": "client_credentials", "resource": discovery.resource}
     if scopes:
         form["scope"] = " ".join(scopes)
-    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
     if tokens is None:
         raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
                                   f"client credentials of {client.client_id[:100]!r}: "
