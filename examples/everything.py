@@ -17,9 +17,10 @@ import wave
 import zlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Annotated, Any
 
 import anyio
+from pydantic import Field
 
 from mcpkit import Audio, Context, EmbeddedResource, Image, InternalError, Server, ToolError
 
@@ -573,7 +574,11 @@ async def protocol_error_job() -> str:
 
 
 @server.tool(task="optional")
-async def confirm_delete(filename: str, ctx: Context) -> str:
+async def confirm_delete(
+    filename: Annotated[str, Field(pattern=r"^[\w.-]{1,100}$",
+                                   description="A file name, without a directory.")],
+    ctx: Context,
+) -> str:
     """Asks the user to confirm, then 'deletes' ``filename``."""
     answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
     if answer.action == "accept" and (answer.content or {}).get("confirm"):

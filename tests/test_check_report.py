@@ -97,7 +97,7 @@ def source_matrix() -> list[list[str]]:
 
 
 def test_every_format_renders_and_an_unknown_one_is_refused() -> None:
-    assert FORMATS == ("text", "json", "markdown", "html", "csv")
+    assert FORMATS == ("text", "json", "markdown", "html", "csv", "sarif", "junit")
     empty = Report("--stdio true", "stdio", "none")
     for fmt in FORMATS:
         assert render(sample_report(), fmt).endswith("\n")

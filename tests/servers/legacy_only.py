@@ -5,6 +5,7 @@ so ``server/discover`` gets -32600 too); ``initialize`` negotiates among 2024-11
 2025-11-25; afterwards it answers ``ping``, ``tools/list`` (one ``echo`` tool) and
 ``tools/call`` of ``echo``, and -32601 for anything else. Every line it reads is appended
 to the file named by ``MCPKIT_LEGACY_LOG`` (when set). It exits when stdin ends.
+``MCPKIT_LEGACY_VERSIONS`` (space-separated) narrows the revisions it speaks.
 """
 
 from __future__ import annotations
@@ -14,7 +15,8 @@ import os
 import sys
 from typing import Any
 
-KNOWN = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25")
+KNOWN = tuple(os.environ.get("MCPKIT_LEGACY_VERSIONS",
+                            "2024-11-05 2025-03-26 2025-06-18 2025-11-25").split())
 LOG = os.environ.get("MCPKIT_LEGACY_LOG")
 ECHO = {"name": "echo", "description": "Echo the text back.",
         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},

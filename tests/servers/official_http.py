@@ -1,10 +1,11 @@
 """A Streamable HTTP server written with the *official* ``mcp`` Python SDK (2.3.0), for
 ``tests/test_http_interop_official.py`` (part B: mcpkit's ``Client`` drives it).
 
-    python tests/servers/official_http.py PORT [--tap LOGFILE] [--json]
+    python tests/servers/official_http.py PORT [--tap LOGFILE] [--json | --sse]
 
 Serves ``MCPServer.streamable_http_app()`` (stateful sessions, SSE answers unless
-``--json``) with uvicorn on 127.0.0.1:PORT at ``/mcp``. With ``--tap`` the app is wrapped
+``--json``) with uvicorn on 127.0.0.1:PORT at ``/mcp``; with ``--sse`` the legacy HTTP+SSE
+app instead (``/sse``, then POSTs to ``/messages/``). With ``--tap`` the app is wrapped
 in ``tests/support/asgi_tap.AsgiTap``, which appends every HTTP exchange (request
 bodies, JSON bodies and SSE events of the answers) to LOGFILE as JSON lines.
 
@@ -213,7 +214,10 @@ def main(argv: list[str]) -> None:
     import uvicorn
 
     port = int(argv[0])
-    app = server.streamable_http_app(json_response="--json" in argv, host="127.0.0.1")
+    if "--sse" in argv:  # the legacy 2024-11-05 HTTP+SSE transport at /sse
+        app = server.sse_app(host="127.0.0.1")
+    else:
+        app = server.streamable_http_app(json_response="--json" in argv, host="127.0.0.1")
     if "--tap" in argv:
         sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
         from tests.support.asgi_tap import AsgiTap

@@ -27,6 +27,7 @@ from .rules import finding
 from .schemas import check_instance
 from .wire import CHECKER_INFO, Channel, Reply, dump
 from .wire_http import HttpChannel
+from .wire_sse import SseChannel
 from .wire_stdio import StdioChannel
 
 MAX_PAGES = 50
@@ -500,7 +501,7 @@ async def probe_rpc_errors(sp: Speaker, facts: Facts, survive: str) -> None:
     facts.probes["invalid-request"] = inv
     _judge_error_code(facts, "RPC.invalid-request", inv, -32600, "a request whose method is 42")
     # A notification must not be answered.
-    if isinstance(channel, StdioChannel):
+    if isinstance(channel, (StdioChannel, SseChannel)):  # answers come on one stream
         await channel.notify("notifications/mcpkit-check")
         stray = await channel.wait_orphan(0.3)
         answered = stray.msg

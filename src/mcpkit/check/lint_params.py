@@ -211,6 +211,36 @@ def _nesting(schema: dict[str, Any], root: dict[str, Any]) -> str | None:
     return None
 
 
+def _inner_key(schema: dict[str, Any], root: dict[str, Any]) -> str | None:
+    """A property name of the nested object ``schema`` is (or its array items nest), taken
+    from the server's own schema so that the suggested fix names a real field; None when
+    the object declares no properties."""
+    objects = [v for v in _variants(schema, root) if isinstance(v.get("properties"), dict)]
+    for item in _item_objects(schema, root):
+        props = item.get("properties")
+        if isinstance(props, dict):
+            objects += [p for p in props.values()
+                        if isinstance(p, dict) and (_is_object(p, root) or _item_objects(p, root))]
+    for obj in objects:
+        for v in _variants(obj, root):
+            props = v.get("properties")
+            if isinstance(props, dict):
+                key = next((k for k in props if isinstance(k, str)), None)
+                if key is not None:
+                    return key
+    return None
+
+
+def _fix_example(bad: list[tuple[ToolView, str, dict[str, Any], str]]) -> str:
+    """How to flatten, illustrated with the first offender's own field when it has one."""
+    for t, n, s, _ in bad:
+        key = _inner_key(s, input_schema(t) or {})
+        if key is not None:
+            return f"({t.label}: {n}.{key} → a top-level {key} parameter)"
+    t, n, _, _ = bad[0]
+    return f"({t.label}: give each key {n} takes its own top-level parameter)"
+
+
 def _check_nested_object(data: LintInput) -> Outcome:
     """No top-level parameter is an object (``type: object``, ``properties``, also through a
     local ``$ref`` or an ``anyOf``/``oneOf``/``allOf`` member). An array of objects is allowed
@@ -229,7 +259,7 @@ def _check_nested_object(data: LintInput) -> Outcome:
     return (
         "fail",
         f"Nested objects in {offenders(shown, len(params), 'parameter')}. Flatten them into "
-        "top-level primitive parameters (filters.status → status with an enum); the model "
+        f"top-level primitive parameters {_fix_example(bad)}; the model "
         "invents keys of nested objects. An array of items is fine when each item is a flat "
         "object.",
         [{"tool": t.raw.get("name"), "parameter": n, "schema": s} for t, n, s, _ in bad],

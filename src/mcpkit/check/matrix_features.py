@@ -220,7 +220,16 @@ def M056(facts: Facts) -> Judgement:
             return ("pass", "resources.subscribe declared and subscribing works.", reply.evidence)
         return ("fail", "resources.subscribe is declared but resources/subscribe failed.",
                 reply.evidence)
-    return na("The server does not offer subscriptions.")
+    # no probe ran: say why from what the server showed, not a guess
+    caps = facts.capabilities.get("resources")
+    declared = isinstance(caps, dict) and caps.get("subscribe") is True
+    if not declared:
+        return na("The server does not declare resources.subscribe.")
+    templates = len(facts.items("resources/templates/list"))
+    only = (f" (the server offers only {templates} resource template(s))" if templates else "")
+    return ("untestable", f"resources.subscribe is declared, but resources/list listed no "
+            f"resource with a URI{only}, so there was nothing to subscribe to.",
+            dump({"capabilities": {"resources": caps}}))
 
 
 def S022(facts: Facts) -> Judgement:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from .facts import Facts
 from .matrix_common import Judge, Judgement, blame, na
 from .schemas import REVISIONS
-from .stateful import BATCH_REVISION, LATEST, UNKNOWN_VERSION
+from .stateful import BATCH_REVISION, LATEST, NEGOTIATE, UNKNOWN_VERSION
 from .wire import dump
 
 
@@ -50,17 +50,40 @@ def M042(facts: Facts) -> Judgement:
             reply.evidence if reply else "")
 
 
+def _negotiation(facts: Facts) -> dict[str, tuple[str | None, str]]:
+    """Every initialize the probes sent: requested version -> (answered version or None,
+    evidence)."""
+    out: dict[str, tuple[str | None, str]] = {}
+    for requested, key in ((LATEST, None), (BATCH_REVISION, "old-initialize"),
+                           (UNKNOWN_VERSION, "unknown-version"),
+                           *((v, f"negotiate:{v}") for v in NEGOTIATE)):
+        reply = facts.init if key is None else facts.probes.get(key)
+        if reply is None:
+            continue
+        res = reply.result
+        answer = res.get("protocolVersion") if isinstance(res, dict) else None
+        out[requested] = (answer if isinstance(answer, str) else None, reply.evidence)
+    return out
+
+
 def M045(facts: Facts) -> Judgement:
-    got = facts.versions_echoed.get(LATEST)
-    if got == LATEST:
-        return ("pass", f"{LATEST} requested, {LATEST} answered.", "")
-    old = facts.versions_echoed.get(BATCH_REVISION)
-    if old is not None and old != BATCH_REVISION and old in REVISIONS and old > BATCH_REVISION:
-        return ("fail", f"{BATCH_REVISION} requested, {old} answered, although the server "
-                f"speaks {old}; echo a requested version the server supports.",
-                facts.probes["old-initialize"].evidence)
-    return ("pass", f"{LATEST} requested, {got} answered: the server does not support {LATEST}.",
-            "")
+    """Judged on the set of answers: a version the server answered with (to any request)
+    is one it supports, since it MUST answer with a supported one; asked for such a version
+    directly, it MUST echo it. Refusing it, or answering another, breaks the row."""
+    asked = _negotiation(facts)
+    supported = {a for a, _ in asked.values() if a in REVISIONS}
+    for requested, (answer, evidence) in asked.items():
+        if requested in supported and answer != requested:
+            proof = next(r for r, (a, _) in asked.items() if a == requested)
+            got = f"answered {answer}" if answer else "refused it"
+            return ("fail", f"Asked for {requested}, the server {got}, although it supports "
+                    f"{requested} (it answered {requested} when asked for {proof}); a "
+                    "requested version the server supports must be echoed.", evidence)
+    echoed = sorted(r for r, (a, _) in asked.items() if a == r)
+    other = sorted(f"{r}→{a}" for r, (a, _) in asked.items() if a != r and r in REVISIONS)
+    return ("pass", f"Asked for {len(asked)} versions: echoed {', '.join(echoed) or 'none'}"
+            + (f"; for the others answered {', '.join(other)} (not supported)" if other else "")
+            + ".", "")
 
 
 def M046(facts: Facts) -> Judgement:

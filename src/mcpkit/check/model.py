@@ -98,6 +98,11 @@ _FAIL_LEVELS: dict[str, frozenset[str]] = {
 }
 
 
+def fail_levels(fail_on: FailOn) -> frozenset[str]:
+    """The levels whose failures ``--fail-on fail_on`` counts."""
+    return _FAIL_LEVELS[fail_on]
+
+
 @dataclass(slots=True)
 class Report:
     """Everything one ``mcpkit check`` run found."""
@@ -109,6 +114,10 @@ class Report:
     findings: list[Finding] = field(default_factory=list)
     duration_s: float = 0.0
     checker_version: str = ""
+    server: str = ""  # the server's name in a host configuration (--config), else ""
+    definitions: dict[str, list[Any]] = field(default_factory=dict)
+    """Tools, prompts, resources and templates as listed (first era served); for the
+    cross-server rules and pinning, not part of the JSON report."""
 
     def failures(self, levels: frozenset[str] | None = None) -> list[Finding]:
         """Failed findings, worst level first (MUST, SHOULD, MAY, LINT), then by rule."""
@@ -131,6 +140,7 @@ class Report:
 
     def to_json(self) -> dict[str, Any]:
         return {
+            **({"server": self.server} if self.server else {}),
             "target": self.target,
             "transport": self.transport,
             "callTools": self.call_tools,

@@ -11,6 +11,7 @@ One report, five shapes, each for where it will be read:
 - ``html``: one self-contained file to open or attach: inline CSS, no scripts, no fonts,
   images or other network assets; it wraps long evidence rather than scroll sideways.
 - ``csv``: the compliance matrix written back in its own columns, ``Tested`` filled in.
+- ``sarif`` and ``junit``: for CI (:mod:`mcpkit.check.report_ci`).
 
 Evidence and messages quote what the server sent, so they are untrusted: HTML escapes every
 string, Markdown escapes table and HTML syntax and fences evidence so it cannot close the
@@ -29,10 +30,11 @@ from collections.abc import Callable, Iterable, Sequence
 
 import orjson
 
+from . import report_ci
 from .model import LEVELS, VERDICTS, EraSummary, Finding, Report
 from .rules import SECTIONS, matrix
 
-FORMATS = ("text", "json", "markdown", "html", "csv")
+FORMATS = ("text", "json", "markdown", "html", "csv", "sarif", "junit")
 
 WIDTH = 100
 """Columns of the text report."""
@@ -59,6 +61,10 @@ def render(report: Report, fmt: str, *, color: bool = False) -> str:
         return _html(report)
     if fmt == "csv":
         return _csv(report)
+    if fmt == "sarif":
+        return report_ci.sarif([report], version=report.checker_version)
+    if fmt == "junit":
+        return report_ci.junit([report])
     raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 

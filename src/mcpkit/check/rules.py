@@ -27,8 +27,12 @@ SECTION_PROTOCOL = "Protocol behaviour"
 SECTION_HTTP = "HTTP transport"
 SECTION_STATELESS = "Stateless revision 2026-07-28"
 SECTION_LINT = "Design lint"
+SECTION_SECURITY = "Security"
+SECTION_HOSTS = "Host configuration"
 
 SECTIONS = (
+    SECTION_HOSTS,
+    SECTION_SECURITY,
     SECTION_PROTOCOL,
     SECTION_HTTP,
     SECTION_STATELESS,
@@ -73,6 +77,7 @@ def _r(id: str, level: Level, section: str, title: str, spec: str = "") -> Rule:
 
 
 P, H, S, W, L = SECTION_PROTOCOL, SECTION_HTTP, SECTION_STATELESS, SECTION_WIRE, SECTION_LINT
+X = SECTION_SECURITY
 
 RULES: dict[str, Rule] = {
     r.id: r
@@ -192,6 +197,51 @@ RULES: dict[str, Rule] = {
         _r("LINT.static-descriptions", "LINT", L,
            "Descriptions and instructions hold no dynamic data (dates, times)",
            "server design guide anti-pattern 15"),
+        # ---- security lint (is this server safe to give an assistant?); the level is
+        # the severity: MUST = an attack or a leak, SHOULD = attack surface
+        _r("SEC.model-directives", "MUST", X,
+           "Definitions hold no hidden directives to the model (tool poisoning)",
+           "spec Tools §Security (descriptions are untrusted); Invariant Labs tool-poisoning "
+           "advisory (2025-04)"),
+        _r("SEC.sensitive-files", "MUST", X,
+           "Definitions do not ask the model for credential or home-directory files",
+           "Invariant Labs tool-poisoning advisory (2025-04); OWASP LLM01 prompt injection"),
+        _r("SEC.conversation-exfiltration", "MUST", X,
+           "Definitions do not ask for the conversation, its history or the system prompt",
+           "OWASP LLM02 sensitive information disclosure; spec security best practices"),
+        _r("SEC.invisible-characters", "MUST", X,
+           "No invisible, bidirectional or tag characters in definitions",
+           "Unicode TR36 §2 (bidi and invisible spoofing); CVE-2021-42574 (Trojan Source)"),
+        _r("SEC.homoglyphs", "SHOULD", X,
+           "No words mixing Latin with look-alike Cyrillic or Greek letters",
+           "Unicode TR39 (confusables, mixed-script detection)"),
+        _r("SEC.secrets", "MUST", X,
+           "No private keys or API keys in definitions or results",
+           "OWASP LLM02 sensitive information disclosure; CWE-798"),
+        _r("SEC.unconstrained-input", "SHOULD", X,
+           "Command, file-path and URL parameters are constrained (enum or pattern)",
+           "spec security best practices (SSRF); CWE-78, CWE-22, CWE-918"),
+        _r("SEC.silent-change", "SHOULD", X,
+           "Tool definitions do not change within a session without list_changed",
+           "R25-11 Tools §List Changed Notification; Invariant Labs rug-pull advisory"),
+        _r("PIN.definitions", "SHOULD", X,
+           "Tool, prompt and template definitions match the pin (--pin FILE)",
+           "Invariant Labs rug-pull advisory (2025-04); spec Tools §Security"),
+        # ---- a host configuration's servers together (mcpkit check --config)
+        _r("CONFIG.entry", "MUST", SECTION_HOSTS,
+           "Every server entry names a command or URL and can be checked in time",
+           "host configuration formats (mcpServers / servers)"),
+        _r("CROSS.shadowing", "SHOULD", SECTION_HOSTS,
+           "No tool name is offered by two servers of one configuration",
+           "Invariant Labs cross-server tool shadowing advisory (2025-04); spec Tools "
+           "§Security (hosts disambiguate tools)"),
+        _r("CROSS.reference", "MUST", SECTION_HOSTS,
+           "No description refers to another server's tools",
+           "Invariant Labs cross-server tool shadowing advisory (2025-04)"),
+        _r("SEC.open-http", "MUST", X,
+           "An HTTP server beyond loopback requires authorization",
+           "spec Transports §Security Warning (bind to localhost, authenticate); "
+           "spec Authorization"),
     )
 }
 

@@ -11,29 +11,35 @@ import time
 from typing import Literal
 
 from .authprobe import AuthFacts, probe_auth
-from .facts import Facts
+from .facts import LIST_KEYS, Facts
 from .lint import LintInput, lint
 from .matrix import AUTH_ROWS, judge_matrix
 from .model import EraSummary, Finding, Report, Verdict
 from .rules import finding
+from .sec import announced, inputs, security
 from .stateful import probe_stateful
 from .stateless import probe_stateless
 from .target import Target
 from .toolschema import judge_input_schemas
+from .wire_sse import discover
 from .wirejudge import judge_envelope, judge_schema, messages_checked
 
 EraChoice = Literal["stateful", "stateless", "both"]
 CallTools = Literal["none", "readonly", "all"]
 
 
-def _judge(facts: Facts) -> list[Finding]:
+def _judge(facts: Facts, url: str | None) -> list[Finding]:
     out = list(facts.findings)
     out += judge_envelope(facts)
     out += judge_matrix(facts)
     out.append(judge_input_schemas(facts))
-    second = facts.second_tools.items if facts.second_tools is not None else None
+    # an unannounced change between the two listings is SEC.silent-change's (one defect,
+    # one rule); an announced one is still a design smell for LINT.static-descriptions
+    second = (facts.second_tools.items if facts.second_tools is not None and announced(facts)
+              else None)
     out += lint(LintInput(facts.tools, facts.instructions, facts.calls, facts.provoked, second),
                 facts.era)
+    out += security(inputs(facts, url), facts.era)
     out.append(judge_schema(facts))
     return out
 
@@ -72,6 +78,28 @@ def _summary(facts: Facts) -> EraSummary:
                       facts.capabilities or None, note, messages_checked(facts))
 
 
+async def _legacy_sse(target: Target, eras: list[Facts], call_tools: CallTools,
+                      auth: AuthFacts | None) -> None:
+    """A URL that serves neither era may be a 2024-11-05 HTTP+SSE server's SSE URL: when a
+    GET there opens a stream whose first event is ``endpoint``, probe the handshake era
+    over that transport instead (it has no stateless revision)."""
+    if target.url is None or target._client is None or (auth is not None and auth.protected):
+        return
+    endpoint, why = await discover(target._client, target.url, target.http_headers(),
+                                   target.timeout)
+    if endpoint is None:
+        if why and eras:  # a legacy-looking stream that cannot be used: say so
+            eras[0].note = (eras[0].note + "; " if eras[0].note else "") + why
+        return
+    target.legacy_sse = True
+    facts = await probe_stateful(target, call_tools)
+    facts.note = (f"legacy HTTP+SSE transport (2024-11-05): event stream at {target.url}, "
+                  f"messages POSTed to {endpoint}" + (f"; {facts.note}" if facts.note else ""))
+    eras[:] = [facts, *(f for f in eras if f.era == "stateless")]
+    for other in eras[1:]:
+        other.note = "the legacy HTTP+SSE transport has no stateless revision"
+
+
 def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -98,13 +126,18 @@ async def run_check(target: Target, era: EraChoice = "both",
             eras.append(facts)
         if era in ("stateless", "both"):
             eras.append(await probe_stateless(target, call_tools, stateful_served))
+        if era != "stateless" and not any(f.served for f in eras):
+            await _legacy_sse(target, eras, call_tools, auth)
     for facts in eras:
         facts.auth = auth
     any_served = any(f.served for f in eras)
+    served = next((f for f in eras if f.served), None)
+    if served is not None:
+        report.definitions = {LIST_KEYS[m]: served.items(m) for m in LIST_KEYS}
     for facts in eras:
         report.eras.append(_summary(facts))
         if facts.served:
-            report.findings += _judge(facts)
+            report.findings += _judge(facts, target.url)
         else:
             report.findings += _unserved(facts, required=era != "both" or not any_served)
     report.duration_s = time.monotonic() - started

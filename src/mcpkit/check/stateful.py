@@ -17,7 +17,7 @@ from typing import Any
 import anyio
 import orjson
 
-from ..protocol.versions import LATEST_STATEFUL, V2025_03_26
+from ..protocol.versions import LATEST_STATEFUL, V2025_03_26, V2026_07_28
 from .facts import Facts
 from .features import (
     Speaker,
@@ -35,11 +35,14 @@ from .schemas import REVISIONS
 from .target import Target
 from .wire import CHECKER_INFO, Channel, Reply, WireLog
 from .wire_http import HttpChannel
+from .wire_sse import SseChannel
 from .wire_stdio import StdioChannel
 
 LATEST = LATEST_STATEFUL
 BATCH_REVISION = V2025_03_26
 UNKNOWN_VERSION = "1999-01-01"
+NEGOTIATE = tuple(v for v in REVISIONS if v < V2026_07_28 and v not in (LATEST, BATCH_REVISION))
+"""The handshake revisions asked for only to judge version negotiation (M045)."""
 FOREIGN_ORIGIN = "http://mcpkit-check.invalid"
 
 
@@ -72,6 +75,13 @@ async def probe_stateful(target: Target, call_tools: str) -> Facts:
         await _gate(chan, facts)
     async with target.channel(log, "old") as chan:
         await _old(chan, facts)
+    for version in NEGOTIATE:  # every other handshake revision, each on its own channel
+        async with target.channel(log, f"negotiate-{version}") as chan:
+            reply = await initialize(chan, version)
+            facts.probes[f"negotiate:{version}"] = reply
+            answer = reply.result.get("protocolVersion") if isinstance(
+                reply.result, dict) else None
+            facts.versions_echoed[version] = answer if isinstance(answer, str) else None
     return facts
 
 
@@ -83,7 +93,7 @@ async def _main(target: Target, chan: Channel, facts: Facts, call_tools: str) ->
         facts.note = (
             "initialize was refused: " + (str(reply.error) if reply.error else "no answer")
         )
-        if isinstance(chan, StdioChannel) and chan.start_error:
+        if isinstance(chan, (StdioChannel, SseChannel)) and chan.start_error:
             facts.note = chan.start_error
         return
     facts.served = True

@@ -20,6 +20,7 @@ import httpx
 
 from .wire import Channel, WireLog
 from .wire_http import HttpChannel
+from .wire_sse import SseChannel
 from .wire_stdio import StdioChannel
 
 
@@ -33,11 +34,14 @@ class Target:
     cwd: str | None = None
     token: str | None = None
     wrong_audience_token: str | None = None
+    legacy_sse: bool = False  # url is a 2024-11-05 HTTP+SSE endpoint (GET stream + POSTs)
     _client: httpx.AsyncClient | None = None
 
     @property
     def transport(self) -> str:
-        return "stdio" if self.command is not None else "http"
+        if self.command is not None:
+            return "stdio"
+        return "sse" if self.legacy_sse else "http"
 
     @property
     def bearer(self) -> str | None:
@@ -86,6 +90,11 @@ class Target:
                 yield chan
             return
         assert self._client is not None and self.url is not None
+        if self.legacy_sse:
+            async with SseChannel(self._client, self.url, log, label, self.timeout,
+                                  self.http_headers()) as sse:
+                yield sse
+            return
         http = HttpChannel(self._client, self.url, log, label, self.timeout,
                            self.http_headers())
         try:

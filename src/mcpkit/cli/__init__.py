@@ -8,7 +8,9 @@
     mcpkit tasks list|get|cancel|result TARGET [TASK_ID]
     mcpkit read TARGET URI
     mcpkit prompt TARGET NAME [--args JSON | key=value ...]
-    mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv]
+    mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv
+                        |sarif|junit] [--baseline FILE] [--pin FILE]
+                        [--config FILE|auto] [--jobs N]
                         [--out FILE] [--call-tools none|readonly|all]
                         [--fail-on must|should|lint|never]
                         [--token TOKEN] [--wrong-audience-token TOKEN]
@@ -37,7 +39,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import dev, install, login, tasks
+from . import checking, dev, install, login, tasks
 from .loading import LoadError, load_server
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -412,8 +414,8 @@ def _parser() -> argparse.ArgumentParser:
     chk = sub.add_parser("check", help="judge a server against the protocol and design rules")
     chk.add_argument("--stdio", metavar="COMMAND", help="launch the server with COMMAND")
     chk.add_argument("--era", choices=["stateful", "stateless", "both"], default="both")
-    chk.add_argument("--format", choices=["text", "json", "markdown", "html", "csv"],
-                     default="text")
+    chk.add_argument("--format", default="text", choices=[
+        "text", "json", "markdown", "html", "csv", "sarif", "junit"])
     chk.add_argument("--out", metavar="FILE", help="write the report to FILE")
     chk.add_argument("--call-tools", choices=["none", "readonly", "all"], default="readonly",
                      help="which tools may be called: none; readonly (default: tools annotated "
@@ -425,6 +427,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--wrong-audience-token", metavar="TOKEN",
                      help="http(s): a token issued for another server, which the server "
                      "must refuse with 401")
+    checking.add_args(chk)
     chk.add_argument("rest", nargs="*", metavar="URL")
     login.add_parsers(sub)
     install.add_parser(sub)
@@ -436,8 +439,13 @@ def cmd_check(args: argparse.Namespace) -> int:
     import anyio
 
     from ..check import Target, run_check
-    from ..check.report import render
 
+    try:
+        prep = checking.prepare(args)
+        if args.config:
+            return checking.run_config(args, prep)
+    except checking.CheckUsageError as exc:
+        raise UsageError(str(exc)) from exc
     target_spec, rest = _target(args, args.rest)
     if rest:
         raise UsageError(f"unexpected arguments: {' '.join(rest)}")
@@ -461,19 +469,10 @@ def cmd_check(args: argparse.Namespace) -> int:
         target = Target(url=target_spec, headers=headers, timeout=args.timeout,
                         token=token, wrong_audience_token=wrong)
     report = anyio.run(run_check, target, args.era, args.call_tools)
-    color = args.out is None and args.format == "text" and sys.stdout.isatty() and (
-        "NO_COLOR" not in os.environ)
-    text = render(report, args.format, color=color)
-    if args.out:
-        with open(args.out, "w", encoding="utf-8") as f:
-            f.write(text)
-        failed = report.failures()
-        sys.stderr.write(
-            f"mcpkit check: report written to {args.out} "
-            f"({len(failed)} failed finding(s), {len(report.findings)} in all)\n")
-    else:
-        sys.stdout.write(text if text.endswith("\n") else text + "\n")
-    return report.exit_status(args.fail_on)
+    try:
+        return checking.output(args, [report], prep)
+    except checking.CheckUsageError as exc:
+        raise UsageError(str(exc)) from exc
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -35,7 +35,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+from ..check import hosts
+
+HOSTS = hosts.HOSTS
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -43,33 +45,13 @@ class InstallError(Exception):
     """Why the entry could not be written; printed as one line."""
 
 
-def config_path(host: str, scope: str, *, home: Path | None = None,
-                platform: str | None = None, environ: dict[str, str] | None = None,
-                cwd: Path | None = None) -> Path:
-    """The configuration file of ``host`` for ``scope`` (``user`` or ``project``)."""
-    home = home or Path.home()
-    platform = platform or sys.platform
-    env = os.environ if environ is None else environ
-    cwd = cwd or Path.cwd()
-    if scope == "project":
-        project = {"claude-code": cwd / ".mcp.json", "cursor": cwd / ".cursor" / "mcp.json",
-                   "vscode": cwd / ".vscode" / "mcp.json"}
-        if host not in project:
-            raise InstallError(f"{host} has no project configuration; use --scope user")
-        return project[host]
-    if host == "claude-code":
-        return home / ".claude.json"
-    if host == "cursor":
-        return home / ".cursor" / "mcp.json"
-    app = {"claude-desktop": ("Claude", "claude_desktop_config.json"),
-           "vscode": ("Code/User", "mcp.json")}[host]
-    if platform == "darwin":
-        base = home / "Library" / "Application Support"
-    elif platform.startswith("win"):
-        base = Path(env.get("APPDATA") or home / "AppData" / "Roaming")
-    else:
-        base = Path(env.get("XDG_CONFIG_HOME") or home / ".config")
-    return base / app[0] / app[1]
+def config_path(host: str, scope: str, **where: Any) -> Path:
+    """The configuration file of ``host`` for ``scope`` (``user`` or ``project``); the table
+    is :func:`mcpkit.check.hosts.config_path`, shared with ``mcpkit check --config auto``."""
+    try:
+        return hosts.config_path(host, scope, **where)
+    except hosts.HostConfigError as exc:
+        raise InstallError(str(exc)) from exc
 
 
 def read_env_file(path: str) -> dict[str, str]:
