@@ -50,10 +50,13 @@ from .challenge import bearer_challenge, insufficient_scope, invalid_request, un
 from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_enterprise import EnterpriseAuth
+from .client_grant_auth import token_file
 from .client_jwt import PrivateKeyJWT
 from .client_loopback import LoopbackRedirect
 from .client_m2m import ClientCredentialsAuth
 from .client_oauth import OAuth
+from .client_revoke import Revocation, revoke_tokens
 from .client_store import (
     ClientCredentials,
     FileTokenStore,
@@ -61,6 +64,7 @@ from .client_store import (
     Tokens,
     TokenStore,
 )
+from .client_wif import JWTBearerAuth
 from .config import Auth
 from .fetch import Fetcher
 from .introspection import IntrospectionVerifier
@@ -83,11 +87,13 @@ __all__ = [
     "ClaimRules",
     "ClientCredentials",
     "ClientCredentialsAuth",
+    "EnterpriseAuth",
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
     "HostClass",
     "IntrospectionVerifier",
+    "JWTBearerAuth",
     "InvalidToken",
     "JWTVerifier",
     "LoopbackRedirect",
@@ -97,6 +103,7 @@ __all__ = [
     "PrivateKeyJWT",
     "ProtectedResource",
     "RedirectHandler",
+    "Revocation",
     "TokenStore",
     "TokenVerifier",
     "Tokens",
@@ -109,5 +116,7 @@ __all__ = [
     "parse_bearer_challenge",
     "parse_authorization",
     "protected_resource_metadata_urls",
+    "revoke_tokens",
+    "token_file",
     "unauthorized",
 ]

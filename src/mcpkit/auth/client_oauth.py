@@ -33,7 +33,7 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -44,10 +44,13 @@ from .client_authorize import AuthorizationAttempt
 from .client_callback import RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_discovery import Discovery, discover
-from .client_steps import AddressGuard, Exclusive, Fetch, Flow, Interact, Step
+from .client_steps import AddressGuard, Call, Exclusive, Fetch, Flow, Interact, Step
 from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 from .client_tokens import exchange_code, refresh, register
 from .urls import canonical_resource_uri
+
+if TYPE_CHECKING:
+    from .client_revoke import Revocation
 
 
 @dataclass
@@ -195,6 +198,23 @@ class OAuth(httpx.Auth):
         self.store.set_tokens(discovery.issuer, discovery.resource, tokens)
         return tokens
 
+    async def logout(self, url: str, *, timeout: float = 15.0) -> Revocation:
+        """Revoke (RFC 7009) then delete the tokens this object got for the MCP server
+        at ``url`` (see ``client_revoke``: problems are reported in the result, not
+        raised). ``ValueError`` when it has not authorized for ``url``: use
+        :func:`~mcpkit.auth.client_revoke.revoke_tokens` with the store's (issuer,
+        resource) then."""
+        from .client_revoke import revoke_tokens
+
+        known = self._servers.get(canonical_resource_uri(url.split("?", 1)[0]))
+        if known is None or known.discovery is None:
+            raise ValueError(f"no authorization for {url} in this OAuth object")
+        issuer = known.discovery.issuer
+        client = self.client.get(issuer) if isinstance(self.client, Mapping) else self.client
+        return await revoke_tokens(self.store, issuer, known.discovery.resource,
+                                   client=client, timeout=timeout,
+                                   allow_private_networks=self.allow_private_networks)
+
     # ----------------------------------------------------------------------- the pumps
 
     def sync_auth_flow(
@@ -216,6 +236,8 @@ class OAuth(httpx.Auth):
                     reply = None
                 elif isinstance(step, Interact):
                     reply = anyio.run(self.handler.authorize, step.url)
+                elif isinstance(step, Call):
+                    reply = step.run_sync()
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request)
                     guard.check(step.request, reply)
@@ -253,6 +275,8 @@ class OAuth(httpx.Auth):
                     reply = None
                 elif isinstance(step, Interact):
                     reply = await self.handler.authorize(step.url)
+                elif isinstance(step, Call):
+                    reply = await step.run_async()
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request, asynchronous=True)
                     guard.check(step.request, reply)

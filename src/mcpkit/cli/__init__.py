@@ -487,9 +487,11 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
-        if args.command == "logout":
-            return login.cmd_logout(args)
         import anyio
+
+        if args.command == "logout":
+            logged_out: int = anyio.run(login.cmd_logout, args)
+            return logged_out
 
         if args.command == "login":
             status: int = anyio.run(login.cmd_login, args)
