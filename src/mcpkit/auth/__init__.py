@@ -23,7 +23,13 @@ The client side (an MCP client getting tokens from an authorization server):
   challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
 - :class:`ClientCredentialsAuth` (``client_m2m``): the same discovery and stores for
   the client credentials grant (no user), with a secret or a :class:`PrivateKeyJWT`
-  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients);
+  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients, with
+  ``client_secret_jwt``); :class:`JWTBearerAuth` (``client_wif``, workload identity:
+  a platform's JWT for a token) and :class:`EnterpriseAuth` (``client_enterprise``,
+  enterprise-managed authorization: an ID token exchanged at the IdP for an ID-JAG),
+  both on ``client_grant_auth`` and ``client_grants`` (:func:`token_file` reads a
+  rotated token); :func:`revoke_tokens` and :class:`Revocation` (``client_revoke``,
+  RFC 7009 on logout);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,

@@ -7,8 +7,10 @@ a token: on a 401 it discovers the authorization server exactly as ``OAuth`` doe
 (without asking for PKCE or an authorization endpoint, which this grant does not use),
 then POSTs ``grant_type=client_credentials`` with ``resource`` and the scopes
 (``scopes=``, else the challenge's, else the resource's ``scopes_supported``) to the
-token endpoint, authenticated with ``client_secret_basic`` / ``client_secret_post``
-(a secret) or ``private_key_jwt`` (a :class:`~mcpkit.auth.client_jwt.PrivateKeyJWT`).
+token endpoint, authenticated with ``client_secret_basic`` / ``client_secret_post`` /
+``client_secret_jwt`` (a secret) or ``private_key_jwt`` (a
+:class:`~mcpkit.auth.client_jwt.PrivateKeyJWT`). The shared part (discovery, issuer pin,
+cached token, no user) is :class:`~mcpkit.auth.client_grant_auth.GrantAuth`.
 Tokens are kept in the :class:`~mcpkit.auth.client_store.TokenStore` under (issuer,
 resource); there is no refresh: an expired or refused token is replaced by a new
 request. A 403 ``insufficient_scope`` asks for the union of the scopes, as ``OAuth``.

@@ -9,6 +9,7 @@ What: on a 401 it reads the ``Bearer`` challenge, discovers the authorization se
 union of the scopes it asked for before and the challenged ones, at most
 ``max_step_ups`` times per request, then lets the 403 through. Tokens go to a
 :class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource).
+:meth:`OAuth.logout` revokes (RFC 7009, ``client_revoke``) and deletes what it got.
 
 Scopes asked for: ``scopes=`` when given, else the challenge's ``scope``, else the
 resource's ``scopes_supported``, else none; ``offline_access`` is added when the
@@ -16,8 +17,8 @@ authorization server lists it (a refresh token is wanted) and ``offline_access=T
 
 How: the flow is a pure generator of steps (``client_steps``) pumped by
 :meth:`OAuth.sync_auth_flow` (``httpx.Client``) and :meth:`OAuth.async_auth_flow`
-(``httpx.AsyncClient``). The async pump awaits the redirect handler; the sync pump runs
-it with ``anyio.run`` (so it must not be called from a thread running an event loop).
+(``httpx.AsyncClient``). The async pump awaits the redirect handler (and a ``Call``'s
+function); the sync pump runs them with ``anyio.run`` (so it must not be called from a thread running an event loop).
 One authorization at a time per ``OAuth`` object: a request that meets a 401 while
 another one is authorizing waits, then uses the token that one got.
 
