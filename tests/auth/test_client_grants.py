@@ -118,6 +118,29 @@ def test_a_provider_is_called_for_each_grant_and_its_token_used() -> None:
             for f in w.auth.token_requests] == ["run-1", "run-2"]
 
 
+def test_an_expired_token_is_replaced_before_it_is_sent() -> None:
+    calls: list[int] = []
+
+    def provider(w: World) -> Callable[[], str]:
+        def fresh() -> str:
+            calls.append(1)
+            return w.workload_jwt()
+        return fresh
+
+    w = make_world(lambda w: JWTBearerAuth(provider(w)), expires_in=5)  # < the 30 s leeway
+    w.mcp.scopes = ["notes:read"]
+    assert w.call().status_code == 200
+    w.mcp.tokens_seen.clear()
+    assert w.call().status_code == 200
+    assert len(calls) == 2 and len(w.auth.token_requests) == 2
+    assert w.auth.token_requests[1]["scope"] == "notes:read"  # the scopes of the last grant
+    flow = w.http.auth
+    assert isinstance(flow, JWTBearerAuth)
+    held = flow.store.get_tokens(AS, MCP)
+    assert held is not None  # the new token went out first: no 401 round trip
+    assert w.mcp.tokens_seen == [f"Bearer {held.access_token}"]
+
+
 def test_an_async_provider_and_a_rotated_token_file(tmp_path: Path) -> None:
     path = tmp_path / "token"
 

@@ -7,11 +7,13 @@ server as ``OAuth`` does (``interactive=False``: no PKCE or authorization endpoi
 needed), returns a stored token other than the refused one while it has not expired,
 and otherwise asks a subclass's :meth:`GrantAuth._obtain` for new tokens, which are kept
 in the :class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource). There is
-no refresh: the grant is made again. A 403 ``insufficient_scope`` asks for the union of
-the scopes, as ``OAuth``. :func:`credentials` checks and builds the client credentials
-these classes take; :func:`subject_token` gets a token (a workload's JWT, a user's ID
-token) from a string or a caller's function, fresh each time; :func:`token_file` is
-such a function for a file a platform rotates.
+no refresh: the grant is made again, before a request when the stored token has
+expired (so an expired token is not sent), or after a 401. A 403
+``insufficient_scope`` asks for the union of the scopes, as ``OAuth``.
+:func:`credentials` checks and builds the client credentials these classes take;
+:func:`subject_token` gets a token (a workload's JWT, a user's ID token) from a string
+or a caller's function, fresh each time; :func:`token_file` is such a function for a
+file a platform rotates.
 
 Why: the grants differ only in the token request; discovery, the issuer pin, caching
 and the no-user redirect handler are one piece of code, not three.
@@ -29,12 +31,14 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from ..protocol.errors import AuthorizationFailed
 from .client_challenge import BearerChallenge
 from .client_discovery import Discovery
 from .client_jwt import PrivateKeyJWT
 from .client_oauth import OAuth, _Server
-from .client_steps import Call, Step
+from .client_steps import Call, Exclusive, Step
 from .client_store import ClientCredentials, Tokens, TokenStore
 from .client_tokens import SECRET_METHODS
 
@@ -128,6 +132,20 @@ class GrantAuth(OAuth):
                 ) -> Generator[Step, Any, Tokens]:
         """New tokens for ``discovery``'s resource and ``scopes`` (the grant)."""
         raise NotImplementedError
+
+    def _prepare(self, request: httpx.Request, known: _Server
+                 ) -> Generator[Step, Any, str | None]:
+        """The stored token, after a new grant when it has expired (for the server and
+        scopes of the last one; one grant at a time)."""
+        discovery = known.discovery
+        if discovery is not None:
+            held = self.store.get_tokens(discovery.issuer, discovery.resource)
+            if held is not None and held.expired():
+                yield Exclusive()
+                held = self.store.get_tokens(discovery.issuer, discovery.resource)
+                if held is None or held.expired():  # not renewed by another request
+                    yield from self._authorize(discovery, known, known.requested)
+        return self._attach(request, known)
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
                sent: str | None) -> Generator[Step, Any, Tokens]:

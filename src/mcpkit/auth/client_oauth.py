@@ -18,7 +18,8 @@ authorization server lists it (a refresh token is wanted) and ``offline_access=T
 How: the flow is a pure generator of steps (``client_steps``) pumped by
 :meth:`OAuth.sync_auth_flow` (``httpx.Client``) and :meth:`OAuth.async_auth_flow`
 (``httpx.AsyncClient``). The async pump awaits the redirect handler (and a ``Call``'s
-function); the sync pump runs them with ``anyio.run`` (so it must not be called from a thread running an event loop).
+function); the sync pump runs them with ``anyio.run`` (so it must not be called from a
+thread running an event loop).
 One authorization at a time per ``OAuth`` object: a request that meets a 401 while
 another one is authorizing waits, then uses the token that one got.
 
@@ -110,7 +111,7 @@ class OAuth(httpx.Auth):
         except ValueError as exc:
             raise AuthorizationFailed(f"cannot authorize for {request.url}: {exc}") from None
         known = self._servers.setdefault(server, _Server())
-        sent = self._attach(request, known)
+        sent = yield from self._prepare(request, known)
         response: httpx.Response = yield request
         renewed, step_ups = False, 0
         while True:
@@ -135,6 +136,13 @@ class OAuth(httpx.Auth):
             request.headers["authorization"] = f"Bearer {tokens.access_token}"
             sent = tokens.access_token
             response = yield request
+
+    def _prepare(self, request: httpx.Request, known: _Server
+                 ) -> Generator[Step, Any, str | None]:
+        """Before the first send: the stored token on ``request`` (see :meth:`_attach`);
+        a subclass may renew it first."""
+        return self._attach(request, known)
+        yield  # a generator, so that subclasses can yield steps here
 
     def _attach(self, request: httpx.Request, known: _Server) -> str | None:
         """Put the stored token for this server on ``request``; the token, if any."""
