@@ -436,3 +436,35 @@ def test_client_secret_jwt_not_listed_is_refused_before_sending_the_secret() -> 
 def test_client_secret_jwt_needs_a_secret() -> None:
     with pytest.raises(ValueError, match="exactly one"):
         ClientCredentialsAuth("svc", auth_method="client_secret_jwt")
+
+
+@pytest.mark.parametrize("allow", [False, True])
+def test_an_idp_on_a_private_network_needs_allow_private_networks(allow: bool) -> None:
+    """The MCP server is public; the enterprise IdP at 10.0.0.5 is on the user's network:
+    the address rule holds for the IdP's fetches too, unless allowed."""
+    idp = AuthServer(base="https://10.0.0.5", grant_types=[TOKEN_EXCHANGE],
+                     auth_methods=["client_secret_basic"])
+    server = AuthServer(base=AS, grant_types=[JWT_BEARER],
+                        auth_methods=["client_secret_basic"])
+    server.assertion_keys = {idp.issuer: idp.key}
+    idp.clients["app"] = ("idp-pw", "client_secret_basic")
+    idp.jag_clients["app"] = "mcp-client"
+    idp.id_tokens["tok"] = "alice"
+    server.clients["mcp-client"] = ("as-pw", "client_secret_basic")
+    mcp = Resource(server)
+
+    def route(request: httpx.Request) -> httpx.Response:
+        target = {"as.example.com": server, "10.0.0.5": idp}.get(request.url.host, mcp)
+        return target.handle(request)
+
+    flow = EnterpriseAuth("tok", idp_issuer=idp.issuer, idp_client_id="app",
+                          idp_client_secret="idp-pw", client_id="mcp-client",
+                          client_secret="as-pw", allow_private_networks=allow)
+    with httpx.Client(transport=httpx.MockTransport(route), auth=flow) as http:
+        if allow:
+            assert http.post(MCP, content=b"read").status_code == 200
+            assert len(idp.token_requests) == 1
+        else:
+            with pytest.raises(AuthorizationFailed, match=r"refused to fetch https://10\.0"):
+                http.post(MCP, content=b"read")
+            assert idp.paths == []

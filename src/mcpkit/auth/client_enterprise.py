@@ -56,8 +56,8 @@ class EnterpriseAuth(GrantAuth):
     SAML assertion). ``client_id``, ``client_secret`` / ``private_key``,
     ``signing_alg``, ``auth_method``: this client at the MCP server's authorization
     server (as for :class:`ClientCredentialsAuth`; neither secret nor key: a public
-    client). ``issuer``, ``scopes``, ``store``, ``max_step_ups``: as for
-    :class:`ClientCredentialsAuth`.
+    client). ``issuer``, ``scopes``, ``store``, ``max_step_ups``, ``allow_private_networks``: as
+    for :class:`ClientCredentialsAuth`.
     """
 
     def __init__(self, id_token: SubjectToken, *, idp_client_id: str,
@@ -67,7 +67,8 @@ class EnterpriseAuth(GrantAuth):
                  private_key: PrivateKeyJWT | str | bytes | Mapping[str, Any] | None = None,
                  signing_alg: str | None = None, auth_method: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
-                 store: TokenStore | None = None, max_step_ups: int = 2) -> None:
+                 store: TokenStore | None = None, max_step_ups: int = 2,
+                 allow_private_networks: bool = False) -> None:
         if not callable(id_token) and not (isinstance(id_token, str) and id_token.strip()):
             raise ValueError("id_token must be a token or a function returning one")
         if not idp_token_endpoint and not idp_issuer:
@@ -77,7 +78,8 @@ class EnterpriseAuth(GrantAuth):
         super().__init__(client=credentials(client_id, client_secret, private_key,
                                             signing_alg, auth_method, public=True),
                          issuer=issuer, scopes=scopes, store=store,
-                         max_step_ups=max_step_ups)
+                         max_step_ups=max_step_ups,
+                         allow_private_networks=allow_private_networks)
         self.id_token = id_token
         self.idp_client = credentials(idp_client_id, idp_client_secret, None, None, None,
                                       public=True)

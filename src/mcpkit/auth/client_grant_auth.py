@@ -117,15 +117,18 @@ def token_file(path: str | Path) -> Callable[[], str]:
 class GrantAuth(OAuth):
     """Tokens from a grant without a user, as an ``httpx.Auth`` (see the module
     docstring). ``issuer``: the authorization server the credentials belong to; when
-    given, a server naming another one is refused before anything is sent."""
+    given, a server naming another one is refused before anything is sent.
+    ``allow_private_networks``: as for :class:`OAuth` (an IdP or authorization server
+    on a private network the MCP server is not on)."""
 
     _interactive = False
 
     def __init__(self, *, client: ClientCredentials | None, issuer: str | None,
                  scopes: Iterable[str] | None, store: TokenStore | None,
-                 max_step_ups: int) -> None:
+                 max_step_ups: int, allow_private_networks: bool = False) -> None:
         super().__init__(_NoUser(), store=store, max_step_ups=max_step_ups,
-                         offline_access=False, scopes=scopes, client=client)
+                         offline_access=False, scopes=scopes, client=client,
+                         allow_private_networks=allow_private_networks)
         self.issuer = issuer
 
     def _obtain(self, discovery: Discovery, scopes: tuple[str, ...]

@@ -50,18 +50,21 @@ class ClientCredentialsAuth(GrantAuth):
     :class:`PrivateKeyJWT`, or a private key in PEM or as a JWK mapping, signed with
     ``signing_alg`` when given). ``issuer``: the authorization server these credentials
     belong to; when given, a server naming another one is refused before anything is
-    sent. ``scopes``, ``store``, ``max_step_ups``: as for :class:`OAuth`.
+    sent. ``scopes``, ``store``, ``max_step_ups``, ``allow_private_networks``: as for
+    :class:`OAuth`.
     """
 
     def __init__(self, client_id: str, client_secret: str | None = None, *,
                  private_key: PrivateKeyJWT | str | bytes | Mapping[str, Any] | None = None,
                  signing_alg: str | None = None, auth_method: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
-                 store: TokenStore | None = None, max_step_ups: int = 2) -> None:
+                 store: TokenStore | None = None, max_step_ups: int = 2,
+                 allow_private_networks: bool = False) -> None:
         super().__init__(client=credentials(client_id, client_secret, private_key,
                                             signing_alg, auth_method),
                          issuer=issuer, scopes=scopes, store=store,
-                         max_step_ups=max_step_ups)
+                         max_step_ups=max_step_ups,
+                         allow_private_networks=allow_private_networks)
 
     def _obtain(self, discovery: Discovery, scopes: tuple[str, ...]
                 ) -> Generator[Step, Any, Tokens]:

@@ -48,17 +48,19 @@ class JWTBearerAuth(GrantAuth):
     sent (with no secret) only for an authorization server that wants one. ``issuer``:
     the authorization server that trusts this workload's issuer; when given, a server
     naming another one is refused before the JWT is sent. ``scopes``, ``store``,
-    ``max_step_ups``: as for :class:`OAuth`.
+    ``max_step_ups``, ``allow_private_networks``: as for :class:`OAuth`.
     """
 
     def __init__(self, token: SubjectToken, *, client_id: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
-                 store: TokenStore | None = None, max_step_ups: int = 2) -> None:
+                 store: TokenStore | None = None, max_step_ups: int = 2,
+                 allow_private_networks: bool = False) -> None:
         if not callable(token) and not (isinstance(token, str) and token.strip()):
             raise ValueError("token must be a JWT or a function returning one")
         super().__init__(client=ClientCredentials(client_id, auth_method="none")
                          if client_id else None,
-                         issuer=issuer, scopes=scopes, store=store, max_step_ups=max_step_ups)
+                         issuer=issuer, scopes=scopes, store=store, max_step_ups=max_step_ups,
+                         allow_private_networks=allow_private_networks)
         self.token = token
 
     def __repr__(self) -> str:  # never show the token
