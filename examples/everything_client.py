@@ -123,15 +123,22 @@ async def every_tool(url: str, version: str | None, context: dict[str, Any]) -> 
 CIMD_URL = "https://conformance-test.local/client-metadata.json"
 
 
+# The DPoP extension's scenarios (SEP-1932): the same flow with DPoP-bound tokens (a new
+# P-256 key); the suite says nothing else to the client, so the scenario name decides.
+DPOP_SCENARIOS = ("auth/dpop", "auth/dpop-nonce")
+
+
 async def authorized(url: str, version: str | None, context: dict[str, Any]) -> None:
     """auth/*: authorize (the suite's authorization server redirects straight back, so
     the redirect is followed without a browser), list tools and call the first one.
-    Pre-registered credentials come from the context when the scenario gives them."""
+    Pre-registered credentials come from the context when the scenario gives them; the
+    DPoP scenarios ask for DPoP-bound tokens."""
     client = None
     if isinstance(context.get("client_id"), str):
         client = ClientCredentials(context["client_id"], context.get("client_secret"))
     auth = OAuth(FollowRedirect("http://localhost:3000/callback"), client=client,
-                 client_metadata_url=CIMD_URL, client_name="mcpkit-conformance-client")
+                 client_metadata_url=CIMD_URL, client_name="mcpkit-conformance-client",
+                 dpop=context.get("name") in DPOP_SCENARIOS)
     await call_first_tool(url, version, auth)
 
 
@@ -202,7 +209,8 @@ def main() -> int:
     url = sys.argv[-1]
     scenario = os.environ.get("MCP_CONFORMANCE_SCENARIO", "initialize")
     version = os.environ.get("MCP_CONFORMANCE_PROTOCOL_VERSION") or None
-    context = json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")
+    context = {"name": scenario,
+               **json.loads(os.environ.get("MCP_CONFORMANCE_CONTEXT") or "{}")}
     handler = SCENARIOS.get(scenario) or (authorized if scenario.startswith("auth/")
                                           else None)
     if handler is None:

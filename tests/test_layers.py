@@ -48,6 +48,7 @@ FLOORS: dict[str, int] = {
     "client": 5,
     "check": 5,
     "cli": 6,
+    "testing": 6,  # mcpkit.testing: a Client on a Server in memory, wire checked
     "__main__": 7,  # python -m mcpkit: the entry point, above the CLI
 }
 """Top-level component of ``mcpkit`` -> floor."""

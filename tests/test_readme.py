@@ -53,7 +53,11 @@ class Shell:
 
     def __init__(self, cwd: Path) -> None:
         self.cwd = cwd
-        self.env = {**os.environ, "MCPKIT_NOTES_DB": str(cwd / "notes.db"), "NO_COLOR": "1"}
+        # A home of its own: `mcpkit install` writes host configurations under it.
+        home = cwd / "home"
+        self.env = {**os.environ, "MCPKIT_NOTES_DB": str(cwd / "notes.db"), "NO_COLOR": "1",
+                    "HOME": str(home), "XDG_CONFIG_HOME": str(home / ".config"),
+                    "APPDATA": str(home / "AppData")}
         self.background: list[subprocess.Popen[str]] = []
         self.port = str(free_port())
 
@@ -105,6 +109,9 @@ def test_shell_blocks_in_order(tmp_path: Path) -> None:
         shell.close()
     assert (tmp_path / "report.html").read_text().lower().startswith("<!doctype html>")
     assert (tmp_path / "report.json").read_text().startswith("{")
+    desktop = tmp_path / "home" / ".config" / "Claude" / "claude_desktop_config.json"
+    assert "notes" in desktop.read_text()  # mcpkit install, in the scratch home
+    assert "notes" in (tmp_path / ".vscode" / "mcp.json").read_text()
 
 
 def test_python_blocks(tmp_path: Path) -> None:

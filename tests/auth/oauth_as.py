@@ -9,9 +9,11 @@ verifier, ``redirect_uri``, ``resource`` (equal on both requests) and the client
 authentication, refresh tokens, RFC 7591 registration and a JWKS. It also grants
 ``client_credentials`` (no refresh token) and authenticates ``private_key_jwt`` clients
 (``client_keys``: the assertion's signature, ``iss`` = ``sub`` = the client, ``aud`` =
-the issuer, ``exp`` within 5 minutes, a ``jti`` never seen before). Access tokens are JWTs
-for the requested resource. Knobs on the instance make it misbehave one way at a time;
-every request is counted per path and the authorization and token requests are kept.
+the issuer, ``exp`` within 5 minutes, a ``jti`` never seen before), and binds tokens to
+the key of a DPoP proof sent with the token request (RFC 9449, knobs ``dpop_*``).
+Access tokens are JWTs for the requested resource. Knobs on the instance make it
+misbehave one way at a time; every request is counted per path and the authorization and
+token requests are kept.
 
 For the grants without a user it also authenticates ``client_secret_jwt`` clients (an
 HMAC assertion over the secret), grants ``urn:ietf:params:oauth:grant-type:jwt-bearer``
@@ -37,7 +39,7 @@ from urllib.parse import parse_qsl, quote, unquote_plus, urlencode
 
 import httpx
 import orjson
-from joserfc import jwk, jwt
+from joserfc import jwk, jws, jwt
 from joserfc.errors import JoseError
 
 from tests.support.http import answer_lifespan, read_body
@@ -91,6 +93,13 @@ class AuthServer:
     issued_token_type: str = ID_JAG  # IdP: what the exchange answer says it issued
     revocation: bool = False
     revoked: list[tuple[str, str]] = field(default_factory=list)  # (hint, token)
+    # DPoP (RFC 9449): a proof binds the token (cnf.jkt, token_type DPoP) unless
+    # dpop_bearer; dpop_algs is published as is (None: left out); dpop_nonce is required
+    # in proofs (a 400 use_dpop_nonce hands it out), dpop_nonce_always refuses every one
+    dpop_algs: Any = None
+    dpop_nonce: str | None = None
+    dpop_nonce_always: bool = False
+    dpop_bearer: bool = False
     # what it saw
     hits: Counter[str] = field(default_factory=Counter)
     paths: list[str] = field(default_factory=list)
@@ -102,6 +111,7 @@ class AuthServer:
     refresh_tokens: dict[str, Grant] = field(default_factory=dict)
     jtis: set[str] = field(default_factory=set)
     assertion_problems: list[str] = field(default_factory=list)
+    dpop_proofs: list[tuple[dict[str, Any], dict[str, Any]]] = field(default_factory=list)
 
     @property
     def issuer(self) -> str:
@@ -130,6 +140,8 @@ class AuthServer:
             doc["scopes_supported"] = self.scopes_supported
         if self.revocation:
             doc["revocation_endpoint"] = f"{self.base}/revoke"
+        if self.dpop_algs is not None:
+            doc["dpop_signing_alg_values_supported"] = self.dpop_algs
         return doc
 
     # ------------------------------------------------------------------ endpoints
@@ -244,6 +256,12 @@ class AuthServer:
             return httpx.Response(401, json={"error": "invalid_client"})
         if self.token_answer is not None:
             return self.token_answer()
+        jkt: str | None = None
+        if "dpop" in request.headers:
+            bound = self._dpop(request)
+            if isinstance(bound, httpx.Response):
+                return bound
+            jkt = bound
         grant: Grant | None
         if form.get("grant_type") == TOKEN_EXCHANGE:
             return self._exchange(client_id, form)
@@ -282,9 +300,12 @@ class AuthServer:
         claims = {"iss": self.issuer, "sub": subject, "aud": grant.resource,
                   "client_id": client_id, "scope": " ".join(grant.scopes), "iat": now,
                   "exp": now + self.expires_in, "jti": secrets.token_hex(8)}
+        if jkt is not None and not self.dpop_bearer:
+            claims["cnf"] = {"jkt": jkt}
         token = jwt.encode({"alg": "RS256", "kid": self.key.kid}, claims, self.key,
                            algorithms=["RS256"])
-        answer: dict[str, Any] = {"access_token": token, "token_type": "Bearer",
+        answer: dict[str, Any] = {"access_token": token, "token_type": "DPoP" if "cnf" in claims
+                                  else "Bearer",
                                   "expires_in": self.expires_in,
                                   "scope": " ".join(grant.scopes)}
         if self.refresh and form.get("grant_type") not in ("client_credentials", JWT_BEARER):
@@ -356,6 +377,30 @@ class AuthServer:
         self.revoked.append((form.get("token_type_hint", ""), token))
         self.refresh_tokens.pop(token, None)
         return httpx.Response(200)
+
+    def _dpop(self, request: httpx.Request) -> str | httpx.Response:
+        """The thumbprint of the key of a token request's DPoP proof (its signature,
+        ``htm``, ``htu`` checked, kept in ``dpop_proofs``), or the refusal."""
+        try:
+            registry = jws.JWSRegistry()
+            registry.max_header_length = 4096  # an RSA key's jwk does not fit in 512
+            signed = jws.extract_compact(request.headers["dpop"].encode(), registry=registry)
+            header = signed.headers()
+            key = jwk.import_key(header["jwk"])
+            if not jws.validate_compact(signed, key, algorithms=[header["alg"]]):
+                raise ValueError("signature")
+            claims = orjson.loads(signed.payload)
+        except (JoseError, ValueError, KeyError, TypeError) as exc:
+            return httpx.Response(400, json={"error": "invalid_dpop_proof",
+                                             "error_description": str(exc)})
+        self.dpop_proofs.append((header, claims))
+        if claims.get("htm") != "POST" or claims.get("htu") != f"{self.base}/token":
+            return httpx.Response(400, json={"error": "invalid_dpop_proof"})
+        if self.dpop_nonce is not None and (
+                self.dpop_nonce_always or claims.get("nonce") != self.dpop_nonce):
+            return httpx.Response(400, json={"error": "use_dpop_nonce"},
+                                  headers={"dpop-nonce": self.dpop_nonce})
+        return key.thumbprint()
 
     def _register(self, body: dict[str, Any]) -> httpx.Response:
         self.registrations.append(body)

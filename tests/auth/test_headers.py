@@ -14,6 +14,7 @@ from mcpkit.auth import (
     insufficient_scope,
     invalid_request,
     parse_authorization,
+    parse_credentials,
     protected_resource_metadata_urls,
     unauthorized,
 )
@@ -197,3 +198,21 @@ def test_protected_resource_refuses_bad_configuration(args: tuple[str, list[str]
                                                       kwargs: dict[str, object]) -> None:
     with pytest.raises(ValueError):
         ProtectedResource(*args, **kwargs)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value, schemes, found", [
+    ("DPoP abc.def", ("bearer", "dpop"), ("dpop", "abc.def")),
+    ("dpop  abc", ("bearer", "dpop"), ("dpop", "abc")),
+    ("Bearer abc", ("bearer", "dpop"), ("bearer", "abc")),
+    ("DPoP abc", ("bearer",), None),
+    (None, ("bearer", "dpop"), None),
+])
+def test_credentials_of_either_scheme(value: str | None, schemes: tuple[str, ...],
+                                      found: tuple[str, str] | None) -> None:
+    assert parse_credentials(value, schemes) == found
+
+
+@pytest.mark.parametrize("value", ["DPoP", "DPoP a b", "DPoP a,b", "DPoP tök"])
+def test_malformed_dpop_credentials(value: str) -> None:
+    with pytest.raises(MalformedAuthorization, match=r"dpop token|exactly one"):
+        parse_credentials(value, ("bearer", "dpop"))

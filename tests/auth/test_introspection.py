@@ -87,7 +87,6 @@ async def test_wrong_client_credentials_are_unavailable_not_invalid(idp: IdP) ->
     ({"aud": "https://other.example.com"}, "another resource"),
     ({"token_type": "refresh_token"}, "refresh token"),
     ({"scope": 5}, "scope claim is malformed"),
-    ({"cnf": {"jkt": "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I"}}, "bound to a key (cnf)"),
 ])
 async def test_refused_answers(idp: IdP, fields: dict[str, Any], reason: str) -> None:
     if "exp" in fields:

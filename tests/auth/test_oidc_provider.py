@@ -316,9 +316,10 @@ async def test_a_jwt_access_token_at_the_introspecting_server_is_refused_not_503
 async def test_a_dpop_bound_token_is_refused_as_a_bearer_token(
         oidc: OidcProvider, jwt_server: LiveServer, opaque_server: LiveServer) -> None:
     """oidc-provider binds a token to the key of the DPoP proof sent with its request
-    (``cnf.jkt``, token type DPoP). mcpkit checks no proofs, so it refuses such a token
-    under ``Bearer`` (whoever copied it could use it) and answers ``DPoP`` with the
-    challenge for a missing bearer token."""
+    (``cnf.jkt``, token type DPoP). A server without ``Auth(dpop=...)`` checks no
+    proofs, so it refuses such a token under ``Bearer`` (whoever copied it could use it)
+    and answers ``DPoP`` with the challenge for a missing bearer token (with DPoP on:
+    tests/auth/test_dpop_oidc.py)."""
     key = jwk.ECKey.generate_key("P-256", private=True)
     signed = oidc.client_credentials(dpop_key=key)
     opaque = oidc.client_credentials(resource=OPAQUE_RESOURCE, dpop_key=key)

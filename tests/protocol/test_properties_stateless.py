@@ -65,8 +65,10 @@ def test_any_change_to_a_sealed_state_is_refused(
     # base64 character, or a character a lax decoder skips.
     at = data.draw(st.sampled_from([len(state) - 1, state.index(".") - 1])
                    | st.integers(0, len(state) - 1))
-    char = data.draw((st.sampled_from("ABCDEFGHQRSgw0-_+/=!*. \n") | st.characters(
-        codec="utf-8")).filter(lambda c: c != state[at]))
+    char = data.draw(st.sampled_from("ABCDEFGHQRSgw0-_+/=!*. \n") | st.characters(
+        codec="utf-8"))
+    if char == state[at]:  # not a change; chosen here, not by a filter, because the state
+        char = "B" if char == "A" else "A"  # is random: a filter on it makes replays flaky
     edit = data.draw(st.sampled_from(["replace", "insert", "delete"]))
     if edit == "replace":
         changed = state[:at] + char + state[at + 1:]

@@ -12,6 +12,8 @@ The pieces, each in its own module:
   ``jwks``) and :class:`IntrospectionVerifier` (``introspection``, RFC 7662);
 - :class:`AccessToken` (``access_token``), the principal; :class:`Audience` and
   :class:`ClaimRules` (``claims``), the rules tokens are judged by;
+- :class:`DPoPChecker` (``dpop``): DPoP proofs of DPoP-bound tokens (RFC 9449),
+  ``Auth(dpop=True)``;
 - :func:`parse_authorization` (``bearer``), the challenge builders (``challenge``),
   URL rules (``urls``), the bounded fetcher (``fetch``).
 
@@ -29,7 +31,8 @@ The client side (an MCP client getting tokens from an authorization server):
   enterprise-managed authorization: an ID token exchanged at the IdP for an ID-JAG),
   both on ``client_grant_auth`` and ``client_grants`` (:func:`token_file` reads a
   rotated token); :func:`revoke_tokens` and :class:`Revocation` (``client_revoke``,
-  RFC 7009 on logout);
+  RFC 7009 on logout); all ask for DPoP-bound tokens with ``dpop=True`` or a
+  :class:`DPoPKey` (``client_dpop``);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
@@ -38,6 +41,7 @@ The client side (an MCP client getting tokens from an authorization server):
   address rule the client's fetches follow (``OAuth(allow_private_networks=...)``).
 
 The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
+:class:`InvalidDPoPProof`, :class:`UseDPoPNonce`,
 :class:`VerifierUnavailable`, their base :class:`AuthError`) live with every other in
 ``mcpkit.protocol.errors`` and are re-exported here. See docs/auth.md.
 """
@@ -45,17 +49,26 @@ The exceptions (:class:`InvalidToken`, :class:`MalformedAuthorization`,
 from ..protocol.errors import (
     AuthError,
     AuthorizationFailed,
+    InvalidDPoPProof,
     InvalidToken,
     MalformedAuthorization,
+    UseDPoPNonce,
     VerifierUnavailable,
 )
 from .access_token import AccessToken
 from .addresses import HostClass, classify_host
-from .bearer import parse_authorization
-from .challenge import bearer_challenge, insufficient_scope, invalid_request, unauthorized
+from .bearer import parse_authorization, parse_credentials
+from .challenge import (
+    bearer_challenge,
+    dpop_challenge,
+    insufficient_scope,
+    invalid_request,
+    unauthorized,
+)
 from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
+from .client_dpop import DPoPKey
 from .client_enterprise import EnterpriseAuth
 from .client_grant_auth import token_file
 from .client_jwt import PrivateKeyJWT
@@ -72,6 +85,7 @@ from .client_store import (
 )
 from .client_wif import JWTBearerAuth
 from .config import Auth
+from .dpop import DPoPChecker
 from .fetch import Fetcher
 from .introspection import IntrospectionVerifier
 from .jwt import DEFAULT_ALGORITHMS, JWTVerifier
@@ -93,14 +107,17 @@ __all__ = [
     "ClaimRules",
     "ClientCredentials",
     "ClientCredentialsAuth",
+    "DPoPChecker",
+    "DPoPKey",
     "EnterpriseAuth",
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
     "HostClass",
     "IntrospectionVerifier",
-    "JWTBearerAuth",
+    "InvalidDPoPProof",
     "InvalidToken",
+    "JWTBearerAuth",
     "JWTVerifier",
     "LoopbackRedirect",
     "MalformedAuthorization",
@@ -113,14 +130,17 @@ __all__ = [
     "TokenStore",
     "TokenVerifier",
     "Tokens",
+    "UseDPoPNonce",
     "VerifierUnavailable",
     "bearer_challenge",
     "canonical_resource_uri",
     "classify_host",
+    "dpop_challenge",
     "insufficient_scope",
     "invalid_request",
     "parse_bearer_challenge",
     "parse_authorization",
+    "parse_credentials",
     "protected_resource_metadata_urls",
     "revoke_tokens",
     "token_file",

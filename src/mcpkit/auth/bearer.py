@@ -31,21 +31,32 @@ def parse_authorization(value: str | None) -> str | None:
     """The bearer token in an ``Authorization`` header value; ``None`` when there is no
     header or it carries another scheme's credentials. Raises ``MalformedAuthorization``
     for a malformed bearer header (see the module docstring)."""
+    if value is not None and value.startswith("Bearer ") and B64TOKEN.fullmatch(value, 7):
+        return value[7:]  # the usual spelling, at once
+    found = parse_credentials(value)
+    return None if found is None else found[1]
+
+
+def parse_credentials(value: str | None, schemes: tuple[str, ...] = ("bearer",),
+                      ) -> tuple[str, str] | None:
+    """(scheme, token) of an ``Authorization`` header value whose scheme is one of
+    ``schemes`` (lowercase; ``dpop``: RFC 9449 §7.1, the same token grammar); ``None``
+    when there is no header or it carries another scheme. Raises
+    ``MalformedAuthorization`` as :func:`parse_authorization` does."""
     if value is None:
         return None
-    if value.startswith("Bearer ") and B64TOKEN.fullmatch(value, 7):
-        return value[7:]  # the usual spelling, at once
     scheme, _, rest = value.strip(" \t").partition(" ")
     if not _SCHEME.fullmatch(scheme):
         raise MalformedAuthorization("the Authorization header is not 'Bearer <token>'")
-    if scheme.lower() != "bearer":
+    scheme = scheme.lower()
+    if scheme not in schemes:
         return None
     token = rest.lstrip(" ")
     if not token:
-        raise MalformedAuthorization("the Authorization header has no bearer token")
+        raise MalformedAuthorization(f"the Authorization header has no {scheme} token")
     if B64TOKEN.fullmatch(token):
-        return token
+        return scheme, token
     if any(c in token for c in " \t,"):
         raise MalformedAuthorization("the Authorization header must carry exactly one token")
     raise MalformedAuthorization(
-        "the bearer token has characters RFC 6750 does not allow (b64token)")
+        f"the {scheme} token has characters RFC 6750 does not allow (b64token)")

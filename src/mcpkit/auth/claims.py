@@ -104,17 +104,15 @@ class ClaimRules:
         the token): they are checked only when present.
 
         A token with a ``cnf`` claim is sender-constrained (DPoP, RFC 9449; mutual TLS,
-        RFC 8705): only its holder may use it, which only a proof checked here could
-        show. mcpkit takes bearer tokens only, so such a token is refused rather than
-        accepted as a bearer token (which would let anyone who copied it use it).
+        RFC 8705): only its holder may use it. It is returned with ``cnf`` in its
+        claims; :class:`~mcpkit.auth.middleware.BearerAuth` then refuses it unless it
+        was presented as its binding requires (a DPoP proof checked), so code that calls
+        a verifier itself must look at ``claims["cnf"]`` too.
 
-        Raises ``InvalidToken`` for a sender-constrained token, a missing required
-        claim, another issuer, an audience that does not name this server, an expired
-        token, one not yet valid or issued in the future, or a malformed claim.
+        Raises ``InvalidToken`` for a missing required claim, another issuer, an
+        audience that does not name this server, an expired token, one not yet valid or
+        issued in the future, or a malformed claim.
         """
-        if "cnf" in claims:
-            raise InvalidToken("the token is bound to a key (cnf) and this server accepts "
-                               "bearer tokens only")
         self._check_issuer(claims, complete)
         audience = self._check_audience(claims)
         expires_at = self._check_times(claims, now, complete)

@@ -45,31 +45,33 @@ def _unquote(value: str) -> str:
     return value
 
 
-def parse_bearer_challenge(header: str) -> BearerChallenge | None:
+def parse_bearer_challenge(header: str, scheme: str = "bearer") -> BearerChallenge | None:
     """The ``Bearer`` challenge of a ``WWW-Authenticate`` value, or ``None`` when it has
-    none. Never raises."""
+    none. ``scheme``: another scheme whose challenge has the same parameters (``dpop``,
+    RFC 9449 §7.1), lowercase. Never raises."""
+    wanted = scheme
     params: dict[str, str] = {}
-    scheme: str | None = None
-    seen_bearer = False
+    current: str | None = None
+    seen = False
     pos = 0
     while pos < len(header):
         if header[pos] in ", \t":
             pos += 1
             continue
         if (m := _PARAM.match(header, pos)) is not None:
-            if scheme == "bearer":
+            if current == wanted:
                 params.setdefault(m[1].lower(), _unquote(m[2]))
             pos = m.end()
         elif (m := _SCHEME.match(header, pos)) is not None:
-            scheme = m[1].lower()
-            seen_bearer = seen_bearer or scheme == "bearer"
+            current = m[1].lower()
+            seen = seen or current == wanted
             pos = m.end()
-            if scheme != "bearer" and (t := _TOKEN68.match(header, pos)) is not None:
+            if current != wanted and (t := _TOKEN68.match(header, pos)) is not None:
                 pos = t.end()  # another scheme's token68 credentials: skip them
         else:
             comma = header.find(",", pos)
             pos = len(header) if comma < 0 else comma + 1
-    if not seen_bearer:
+    if not seen:
         return None
     scope = params.get("scope")
     return BearerChallenge(

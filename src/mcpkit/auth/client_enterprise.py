@@ -37,6 +37,7 @@ from collections.abc import Generator, Iterable, Mapping
 from typing import Any
 
 from .client_discovery import Discovery, authorization_server
+from .client_dpop import DPoPKey
 from .client_grant_auth import GrantAuth, SubjectToken, credentials, subject_token
 from .client_grants import ID_TOKEN, jwt_bearer, request_id_jag
 from .client_jwt import PrivateKeyJWT
@@ -68,7 +69,8 @@ class EnterpriseAuth(GrantAuth):
                  signing_alg: str | None = None, auth_method: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
                  store: TokenStore | None = None, max_step_ups: int = 2,
-                 allow_private_networks: bool = False) -> None:
+                 allow_private_networks: bool = False, dpop: bool | DPoPKey = False
+                 ) -> None:
         if not callable(id_token) and not (isinstance(id_token, str) and id_token.strip()):
             raise ValueError("id_token must be a token or a function returning one")
         if not idp_token_endpoint and not idp_issuer:
@@ -79,7 +81,7 @@ class EnterpriseAuth(GrantAuth):
                                             signing_alg, auth_method, public=True),
                          issuer=issuer, scopes=scopes, store=store,
                          max_step_ups=max_step_ups,
-                         allow_private_networks=allow_private_networks)
+                         allow_private_networks=allow_private_networks, dpop=dpop)
         self.id_token = id_token
         self.idp_client = credentials(idp_client_id, idp_client_secret, None, None, None,
                                       public=True)
@@ -110,4 +112,5 @@ class EnterpriseAuth(GrantAuth):
             resource=discovery.resource, scopes=scopes)
         assert isinstance(self.client, ClientCredentials)
         return (yield from jwt_bearer(discovery, self.client, grant, scopes,
-                                      "the ID-JAG from the identity provider"))
+                                      "the ID-JAG from the identity provider",
+                                      self._prover()))

@@ -36,8 +36,9 @@ import httpx
 from ..protocol.errors import AuthorizationFailed
 from .client_challenge import BearerChallenge
 from .client_discovery import Discovery
+from .client_dpop import DPoPKey
 from .client_jwt import PrivateKeyJWT
-from .client_oauth import OAuth, _Server
+from .client_oauth import OAuth, _another, _Server
 from .client_steps import Call, Exclusive, Step
 from .client_store import ClientCredentials, Tokens, TokenStore
 from .client_tokens import SECRET_METHODS
@@ -119,16 +120,18 @@ class GrantAuth(OAuth):
     docstring). ``issuer``: the authorization server the credentials belong to; when
     given, a server naming another one is refused before anything is sent.
     ``allow_private_networks``: as for :class:`OAuth` (an IdP or authorization server
-    on a private network the MCP server is not on)."""
+    on a private network the MCP server is not on); ``dpop``: as for :class:`OAuth`
+    (DPoP-bound tokens: the grant's token request carries a proof)."""
 
     _interactive = False
 
     def __init__(self, *, client: ClientCredentials | None, issuer: str | None,
                  scopes: Iterable[str] | None, store: TokenStore | None,
-                 max_step_ups: int, allow_private_networks: bool = False) -> None:
+                 max_step_ups: int, allow_private_networks: bool = False,
+                 dpop: bool | DPoPKey = False) -> None:
         super().__init__(_NoUser(), store=store, max_step_ups=max_step_ups,
                          offline_access=False, scopes=scopes, client=client,
-                         allow_private_networks=allow_private_networks)
+                         allow_private_networks=allow_private_networks, dpop=dpop)
         self.issuer = issuer
 
     def _obtain(self, discovery: Discovery, scopes: tuple[str, ...]
@@ -137,7 +140,7 @@ class GrantAuth(OAuth):
         raise NotImplementedError
 
     def _prepare(self, request: httpx.Request, known: _Server
-                 ) -> Generator[Step, Any, str | None]:
+                 ) -> Generator[Step, Any, Tokens | None]:
         """The stored token, after a new grant when it has expired (for the server and
         scopes of the last one; one grant at a time)."""
         discovery = known.discovery
@@ -151,11 +154,12 @@ class GrantAuth(OAuth):
         return self._attach(request, known)
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
-               sent: str | None) -> Generator[Step, Any, Tokens]:
+               sent: Tokens | None) -> Generator[Step, Any, Tokens]:
         """A stored token other than the refused one, else a new one (no refresh)."""
         discovery = yield from self._discover(server, known, challenge)
         held = self.store.get_tokens(discovery.issuer, discovery.resource)
-        if held is not None and held.access_token != sent and not held.expired():
+        if _another(held, sent):
+            assert held is not None
             return held
         wanted = (self.scopes if self.scopes is not None
                   else challenge.scopes or discovery.scopes_supported)

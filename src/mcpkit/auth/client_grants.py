@@ -31,6 +31,7 @@ from typing import Any
 
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery
+from .client_dpop import Prover
 from .client_steps import Step
 from .client_store import ClientCredentials, Tokens
 from .client_tokens import post_form, request_tokens, require_grant
@@ -43,12 +44,13 @@ SAML2 = "urn:ietf:params:oauth:token-type:saml2"
 
 
 def jwt_bearer(discovery: Discovery, client: ClientCredentials | None, assertion: str,
-               scopes: tuple[str, ...], what: str) -> Generator[Step, Any, Tokens]:
+               scopes: tuple[str, ...], what: str, prover: Prover | None = None,
+               ) -> Generator[Step, Any, Tokens]:
     """Tokens for ``assertion`` (see the module docstring); ``what`` names the
-    assertion in errors."""
+    assertion in errors; ``prover``: a DPoP proof with the request (RFC 9449 §5)."""
     form = {"grant_type": JWT_BEARER, "assertion": assertion,
             "resource": discovery.resource}
-    return (yield from request_tokens(discovery, client, form, scopes, what))
+    return (yield from request_tokens(discovery, client, form, scopes, what, prover))
 
 
 def request_id_jag(idp: Discovery, client: ClientCredentials | None, *,

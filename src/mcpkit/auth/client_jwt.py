@@ -96,6 +96,24 @@ def _fits(key: _Key, alg: str) -> bool:
     return alg in _RSA_ALGS
 
 
+def import_private_key(key: str | bytes | Mapping[str, Any], alg: str | None, *,
+                       what: str) -> tuple[_Key, str]:
+    """(the private key, the algorithm to sign with): ``alg``, else the key's own, else
+    one by key type. ``ValueError`` for a symmetric or public key, unreadable PEM, or an
+    ``alg`` that does not fit the key; ``what`` names the use in the message."""
+    if isinstance(key, Mapping) and key.get("kty") == "oct":
+        raise ValueError(f"a symmetric (oct) key cannot sign for {what}; give a private "
+                         "RSA, EC or Ed25519 key")
+    imported = _import(key)
+    if not imported.is_private:
+        raise ValueError(f"{what} needs the private key, not the public one")
+    own = imported.get("alg")
+    chosen = alg or (own if isinstance(own, str) else None) or _default_alg(imported)
+    if not _fits(imported, chosen):
+        raise ValueError(f"alg {chosen[:20]!r} does not fit this {imported.key_type} key")
+    return imported, chosen
+
+
 class PrivateKeyJWT:
     """A client's signing key for ``private_key_jwt``. ``key``: a private key in PEM
     (``str`` or ``bytes``) or as a JWK mapping; ``alg``: the JWS algorithm (by default
@@ -105,17 +123,7 @@ class PrivateKeyJWT:
 
     def __init__(self, key: str | bytes | Mapping[str, Any], *, alg: str | None = None,
                  kid: str | None = None, lifetime: int = 60) -> None:
-        if isinstance(key, Mapping) and key.get("kty") == "oct":
-            raise ValueError("a symmetric (oct) key is client_secret_jwt, not "
-                             "private_key_jwt; give a private RSA, EC or Ed25519 key")
-        imported = _import(key)
-        if not imported.is_private:
-            raise ValueError("private_key_jwt needs the private key, not the public one")
-        own = imported.get("alg")
-        chosen = alg or (own if isinstance(own, str) else None) or _default_alg(imported)
-        if not _fits(imported, chosen):
-            raise ValueError(f"alg {chosen[:20]!r} does not fit this "
-                             f"{imported.key_type} key")
+        imported, chosen = import_private_key(key, alg, what="private_key_jwt")
         if lifetime <= 0:
             raise ValueError("lifetime must be > 0")
         own_kid = imported.get("kid")

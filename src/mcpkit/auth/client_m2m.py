@@ -34,6 +34,7 @@ from collections.abc import Generator, Iterable, Mapping
 from typing import Any
 
 from .client_discovery import Discovery
+from .client_dpop import DPoPKey
 from .client_grant_auth import GrantAuth, credentials
 from .client_jwt import PrivateKeyJWT
 from .client_steps import Step
@@ -50,7 +51,7 @@ class ClientCredentialsAuth(GrantAuth):
     :class:`PrivateKeyJWT`, or a private key in PEM or as a JWK mapping, signed with
     ``signing_alg`` when given). ``issuer``: the authorization server these credentials
     belong to; when given, a server naming another one is refused before anything is
-    sent. ``scopes``, ``store``, ``max_step_ups``, ``allow_private_networks``: as for
+    sent. ``scopes``, ``store``, ``max_step_ups``, ``allow_private_networks``, ``dpop``: as for
     :class:`OAuth`.
     """
 
@@ -59,14 +60,16 @@ class ClientCredentialsAuth(GrantAuth):
                  signing_alg: str | None = None, auth_method: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
                  store: TokenStore | None = None, max_step_ups: int = 2,
-                 allow_private_networks: bool = False) -> None:
+                 allow_private_networks: bool = False, dpop: bool | DPoPKey = False
+                 ) -> None:
         super().__init__(client=credentials(client_id, client_secret, private_key,
                                             signing_alg, auth_method),
                          issuer=issuer, scopes=scopes, store=store,
                          max_step_ups=max_step_ups,
-                         allow_private_networks=allow_private_networks)
+                         allow_private_networks=allow_private_networks, dpop=dpop)
 
     def _obtain(self, discovery: Discovery, scopes: tuple[str, ...]
                 ) -> Generator[Step, Any, Tokens]:
         assert isinstance(self.client, ClientCredentials)
-        return (yield from client_credentials(discovery, self.client, scopes))
+        return (yield from client_credentials(discovery, self.client, scopes,
+                                              self._prover()))

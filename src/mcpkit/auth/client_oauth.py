@@ -5,8 +5,10 @@ What: on a 401 it reads the ``Bearer`` challenge, discovers the authorization se
 (``client_tokens.register``), sends the user through the authorization URL (the
 :class:`~mcpkit.auth.client_callback.RedirectHandler`), checks the response
 (``client_authorize``) and trades the code for tokens; then it retries the request with
-``Authorization: Bearer``. On a 403 ``insufficient_scope`` it authorizes again for the
-union of the scopes it asked for before and the challenged ones, at most
+``Authorization: Bearer`` (or, with ``dpop=``, a DPoP-bound token as ``Authorization:
+DPoP`` with a fresh proof per request, retried once with the server's nonce after a 401
+``use_dpop_nonce``; see ``client_dpop``). On a 403 ``insufficient_scope`` it authorizes
+again for the union of the scopes it asked for before and the challenged ones, at most
 ``max_step_ups`` times per request, then lets the 403 through. Tokens go to a
 :class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource).
 :meth:`OAuth.logout` revokes (RFC 7009, ``client_revoke``) and deletes what it got.
@@ -46,6 +48,7 @@ from .client_authorize import AuthorizationAttempt
 from .client_callback import RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_discovery import Discovery, discover
+from .client_dpop import DPoPKey, DPoPNonces, Prover, dpop_from_store, nonce_challenge
 from .client_steps import AddressGuard, Call, Exclusive, Fetch, Flow, Interact, Step
 from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 from .client_tokens import exchange_code, refresh, register
@@ -77,6 +80,8 @@ class OAuth(httpx.Auth):
     403 ``insufficient_scope`` still adds the ones the server names.
     ``allow_private_networks``: also fetch from private and loopback addresses that the
     MCP server is not on (see ``addresses``; link-local ones stay refused).
+    ``dpop``: ask for DPoP-bound tokens (RFC 9449): ``True`` for a new EC P-256 key, or
+    a :class:`~mcpkit.auth.client_dpop.DPoPKey`; see ``client_dpop``.
     """
 
     requires_request_body = True  # a request is sent again after authorizing
@@ -87,7 +92,8 @@ class OAuth(httpx.Auth):
                  client_metadata_url: str | None = None, client_name: str = "mcpkit",
                  max_step_ups: int = 2, offline_access: bool = True,
                  scopes: Iterable[str] | None = None,
-                 allow_private_networks: bool = False) -> None:
+                 allow_private_networks: bool = False,
+                 dpop: bool | DPoPKey = False) -> None:
         if max_step_ups < 0:
             raise ValueError("max_step_ups must be >= 0")
         self.handler = handler
@@ -99,6 +105,10 @@ class OAuth(httpx.Auth):
         self.offline_access = offline_access
         self.scopes = tuple(scopes) if scopes is not None else None
         self.allow_private_networks = allow_private_networks
+        self.dpop: DPoPKey | None = DPoPKey() if dpop is True else dpop or None
+        self.dpop_nonces = DPoPNonces()
+        self._own_jwk = self.dpop.private_jwk if self.dpop is not None else None
+        self._stored_key: tuple[dict[str, Any], DPoPKey] | None = None  # the last one read
         self._servers: dict[str, _Server] = {}
         self._thread_lock = threading.Lock()
         self._task_lock: anyio.Lock | None = None
@@ -113,9 +123,18 @@ class OAuth(httpx.Auth):
         known = self._servers.setdefault(server, _Server())
         sent = yield from self._prepare(request, known)
         response: httpx.Response = yield request
-        renewed, step_ups = False, 0
+        renewed, step_ups, nonce_retry = False, 0, True
         while True:
-            challenge = parse_bearer_challenge(response.headers.get("www-authenticate", ""))
+            if (sent is not None and sent.dpop_bound and nonce_retry
+                    and nonce_challenge(response)
+                    and self.dpop_nonces.learn(request.url, response)):
+                nonce_retry = False  # once per token: RFC 9449 §9
+                self._present(request, sent)
+                response = yield request
+                continue
+            header = response.headers.get("www-authenticate", "")
+            challenge = (parse_bearer_challenge(header)
+                         or parse_bearer_challenge(header, scheme="dpop"))
             if response.status_code in (401, 403):
                 known.version = _mcp_version(request)
             if response.status_code == 401 and not renewed:
@@ -132,27 +151,61 @@ class OAuth(httpx.Auth):
                 wanted = [*known.requested, *(held.scopes if held else ()), *challenge.scopes]
                 tokens = yield from self._authorize(discovery, known, wanted)
             else:
+                if sent is not None and sent.dpop_bound:
+                    self.dpop_nonces.learn(request.url, response)  # a nonce for next time
                 return
-            request.headers["authorization"] = f"Bearer {tokens.access_token}"
-            sent = tokens.access_token
+            self._present(request, tokens)
+            sent, nonce_retry = tokens, True
             response = yield request
 
     def _prepare(self, request: httpx.Request, known: _Server
-                 ) -> Generator[Step, Any, str | None]:
+                 ) -> Generator[Step, Any, Tokens | None]:
         """Before the first send: the stored token on ``request`` (see :meth:`_attach`);
         a subclass may renew it first."""
         return self._attach(request, known)
         yield  # a generator, so that subclasses can yield steps here
 
-    def _attach(self, request: httpx.Request, known: _Server) -> str | None:
+    def _attach(self, request: httpx.Request, known: _Server) -> Tokens | None:
         """Put the stored token for this server on ``request``; the token, if any."""
         if known.discovery is None:
             return None
         tokens = self.store.get_tokens(known.discovery.issuer, known.discovery.resource)
-        if tokens is None:
+        if tokens is None or not _usable(tokens):
             return None
-        request.headers["authorization"] = f"Bearer {tokens.access_token}"
-        return tokens.access_token
+        self._present(request, tokens)
+        return tokens
+
+    def _present(self, request: httpx.Request, tokens: Tokens) -> None:
+        """``Authorization: Bearer <token>``, or for a DPoP-bound token ``Authorization:
+        DPoP <token>`` and a fresh proof in ``DPoP`` (RFC 9449 §7.1)."""
+        key = self._key_of(tokens)
+        if key is None:
+            request.headers["authorization"] = f"Bearer {tokens.access_token}"
+            request.headers.pop("dpop", None)
+            return
+        request.headers["authorization"] = f"DPoP {tokens.access_token}"
+        request.headers["dpop"] = Prover(key, self.dpop_nonces).proof(
+            request.method, request.url, tokens.access_token)
+
+    def _prover(self, held: Tokens | None = None) -> Prover | None:
+        """What proves possession at the token endpoint: the key ``held`` is bound to
+        (its refresh token is bound to it too), else this client's key, else nothing."""
+        key = (self._key_of(held) if held is not None else None) or self.dpop
+        return None if key is None else Prover(key, self.dpop_nonces)
+
+    def _key_of(self, tokens: Tokens) -> DPoPKey | None:
+        """The key a DPoP-bound token is bound to (None for a bearer token or an unusable
+        key): this client's own, else the one kept with it (read once, then reused)."""
+        if not tokens.dpop_bound or tokens.dpop_jwk is None:
+            return None
+        if tokens.dpop_jwk == self._own_jwk:
+            return self.dpop
+        if self._stored_key is not None and self._stored_key[0] == tokens.dpop_jwk:
+            return self._stored_key[1]
+        key = dpop_from_store(tokens.dpop_jwk)
+        if key is not None:
+            self._stored_key = (tokens.dpop_jwk, key)
+        return key
 
     def _discover(self, server: str, known: _Server,
                   challenge: BearerChallenge) -> Generator[Step, Any, Discovery]:
@@ -163,16 +216,17 @@ class OAuth(httpx.Auth):
         return known.discovery
 
     def _renew(self, server: str, known: _Server, challenge: BearerChallenge,
-               sent: str | None) -> Generator[Step, Any, Tokens]:
+               sent: Tokens | None) -> Generator[Step, Any, Tokens]:
         """Tokens after a 401: a stored one other than the refused one, a refreshed one,
         or a new authorization."""
         discovery = yield from self._discover(server, known, challenge)
         held = self.store.get_tokens(discovery.issuer, discovery.resource)
-        if held is not None and held.access_token != sent and not held.expired():
+        if _another(held, sent):
+            assert held is not None
             return held  # another request renewed it meanwhile, or an earlier run did
         if held is not None and held.refresh_token:
             client = yield from self._register(discovery)
-            fresh = yield from refresh(discovery, client, held)
+            fresh = yield from refresh(discovery, client, held, self._prover(held))
             if fresh is not None:
                 self.store.set_tokens(discovery.issuer, discovery.resource, fresh)
                 return fresh
@@ -203,7 +257,7 @@ class OAuth(httpx.Auth):
         code = attempt.code_from(redirected)
         tokens = yield from exchange_code(
             discovery, client, code=code, code_verifier=attempt.code_verifier,
-            redirect_uri=attempt.redirect_uri, scopes=tuple(scopes))
+            redirect_uri=attempt.redirect_uri, scopes=tuple(scopes), prover=self._prover())
         self.store.set_tokens(discovery.issuer, discovery.resource, tokens)
         return tokens
 
@@ -301,6 +355,17 @@ class OAuth(httpx.Auth):
             flow.close()
             if held:
                 self._task_lock.release()
+
+
+def _usable(tokens: Tokens) -> bool:
+    """Whether ``tokens`` can be presented (a DPoP-bound one needs its key)."""
+    return not tokens.dpop_bound or dpop_from_store(tokens.dpop_jwk) is not None
+
+
+def _another(held: Tokens | None, sent: Tokens | None) -> bool:
+    """Whether ``held`` is a usable, unexpired token other than the refused ``sent``."""
+    return (held is not None and _usable(held) and not held.expired()
+            and (sent is None or held.access_token != sent.access_token))
 
 
 def _bound(response: httpx.Response, step: Fetch) -> None:

@@ -37,13 +37,21 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class Tokens:
     """What a token endpoint answered. ``expires_at``: seconds since the epoch, or
-    ``None`` when the server did not say."""
+    ``None`` when the server did not say. ``token_type``: ``Bearer``, or ``DPoP`` for a
+    token bound to the private key ``dpop_jwk`` (a JWK, kept with the token so that a
+    stored token stays usable; RFC 9449)."""
 
     access_token: str
     token_type: str = "Bearer"
     expires_at: float | None = None
     refresh_token: str | None = None
     scopes: tuple[str, ...] = ()
+    dpop_jwk: dict[str, Any] | None = field(default=None, compare=False)
+
+    @property
+    def dpop_bound(self) -> bool:
+        """Whether the token must be presented with DPoP proofs."""
+        return self.token_type.lower() == "dpop"
 
     def __repr__(self) -> str:  # never show the secrets
         return f"Tokens(token_type={self.token_type!r}, scopes={self.scopes!r})"
@@ -124,7 +132,9 @@ def _tokens(raw: Any) -> Tokens | None:
                       else float(raw["expires_at"]),
                       refresh_token=None if raw.get("refresh_token") is None
                       else str(raw["refresh_token"]),
-                      scopes=tuple(str(s) for s in raw.get("scopes") or ()))
+                      scopes=tuple(str(s) for s in raw.get("scopes") or ()),
+                      dpop_jwk=raw["dpop_jwk"] if isinstance(raw.get("dpop_jwk"), dict)
+                      else None)
     except (KeyError, TypeError, ValueError, AttributeError):
         return None
 
@@ -141,8 +151,9 @@ def _client(raw: Any) -> ClientCredentials | None:
 
 class FileTokenStore:
     """A :class:`TokenStore` in one JSON file (mode 0600, its directory made 0700 when
-    created here). Every change rewrites the file through a temporary file in the same
-    directory and an atomic rename, so a crash leaves the old or the new content."""
+    created here; it holds secrets: tokens, client secrets, DPoP private keys). Every
+    change rewrites the file through a temporary file in the same directory and an
+    atomic rename, so a crash leaves the old or the new content."""
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
         self.path = Path(path)

@@ -10,8 +10,12 @@ always sent) with the client authentication the credentials or the server's
 form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding), ``client_secret_post``,
 ``private_key_jwt`` (a fresh assertion per request, ``client_jwt``) or
 ``client_secret_jwt`` (an HMAC assertion over the secret, only when asked for with
-``auth_method`` and listed by the server). :func:`post_form` is that authenticated POST,
-shared with the other grants (``client_grants``) and revocation (``client_revoke``).
+``auth_method`` and listed by the server), and with a DPoP proof when given a
+:class:`~mcpkit.auth.client_dpop.Prover` (RFC 9449 §5; retried once with the server's
+nonce after ``use_dpop_nonce``; a ``token_type: DPoP`` answer keeps the key with the
+tokens, a ``Bearer`` one is a bearer token). :func:`post_form` is that authenticated
+POST, shared with the other grants (``client_grants``) and revocation
+(``client_revoke``).
 :func:`client_credentials` makes the machine-to-machine token request (RFC 6749 §4.4,
 ``grant_type=client_credentials``, the MCP client credentials extension).
 
@@ -37,6 +41,7 @@ from urllib.parse import quote
 
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery
+from .client_dpop import Prover, check_server_algs
 from .client_jwt import ASSERTION_TYPE, HMAC_ALGS, secret_assertion
 from .client_steps import Fetched, Step, exchange_json
 from .client_store import ClientCredentials, Tokens, TokenStore
@@ -173,17 +178,33 @@ def client_auth(form: dict[str, str], client: ClientCredentials | None,
 
 
 def post_form(discovery: Discovery, client: ClientCredentials | None, form: dict[str, str],
-              endpoint_name: str = "token_endpoint",
+              endpoint_name: str = "token_endpoint", prover: Prover | None = None,
               ) -> Generator[Step, Any, tuple[dict[str, Any] | None, str]]:
     """POST ``form`` with ``client``'s authentication to ``discovery``'s
     ``endpoint_name``: (the JSON answer of a 200, "") or (None, why: the server's
-    ``error`` code and description, the HTTP status, or what was wrong with the body)."""
+    ``error`` code and description, the HTTP status, or what was wrong with the body).
+    ``prover``: send a DPoP proof (RFC 9449 §5), once more with the server's nonce after
+    a 400 ``use_dpop_nonce`` (§8). ``form`` itself is not changed (each attempt
+    authenticates a copy, with a fresh assertion)."""
     endpoint = discovery.endpoint(endpoint_name)
     if endpoint is None:
         return None, f"{discovery.issuer!r} has no {endpoint_name}"
-    headers = client_auth(form, client, discovery)
-    fetched: Fetched = yield from exchange_json("POST", endpoint, form=form, headers=headers)
-    answer = fetched.document
+    if prover is not None:
+        check_server_algs(discovery.metadata, prover.key, discovery.issuer)
+    for attempt in range(2 if prover is not None else 1):
+        sent = dict(form)
+        headers = client_auth(sent, client, discovery)
+        if prover is not None:
+            headers["dpop"] = prover.proof("POST", endpoint)
+        fetched: Fetched = yield from exchange_json("POST", endpoint, form=sent,
+                                                    headers=headers)
+        answer = fetched.document
+        fresh_nonce = (prover is not None and fetched.response is not None
+                       and prover.nonces.learn(endpoint, fetched.response))
+        if (fetched.status == 400 and answer is not None
+                and answer.get("error") == "use_dpop_nonce" and fresh_nonce and attempt == 0):
+            continue
+        break
     if answer is None or fetched.status != 200:
         return None, fetched.problem or error_of(answer) or f"HTTP {fetched.status}"
     return answer, ""
@@ -191,27 +212,33 @@ def post_form(discovery: Discovery, client: ClientCredentials | None, form: dict
 
 def _token_request(discovery: Discovery, client: ClientCredentials | None,
                    form: dict[str, str], granted: tuple[str, ...],
+                   prover: Prover | None = None,
                    ) -> Generator[Step, Any, tuple[Tokens | None, str]]:
-    """POST ``form`` to the token endpoint: (tokens, "") or (None, why). ``granted``:
-    the scopes to assume when the answer names none (RFC 6749 §5.1: as requested)."""
-    answer, problem = yield from post_form(discovery, client, form)
+    """POST ``form`` to the token endpoint (see :func:`post_form`): (tokens, "") or
+    (None, why). ``granted``: the scopes to assume when the answer names none (RFC 6749
+    §5.1: as requested)."""
+    answer, problem = yield from post_form(discovery, client, form, prover=prover)
     if answer is None:
         return None, problem
     token, kind = answer.get("access_token"), answer.get("token_type", "Bearer")
     if not isinstance(token, str) or not token or not isinstance(kind, str):
         return None, "the answer has no access_token"
-    if kind.lower() != "bearer":
-        return None, f"token type {kind[:40]!r} is not supported (only Bearer)"
+    if kind.lower() == "dpop" and prover is None:
+        return None, f"token type {kind[:40]!r} is not supported without a DPoP proof"
+    if kind.lower() not in ("bearer", "dpop"):
+        return None, f"token type {kind[:40]!r} is not supported (only Bearer and DPoP)"
+    bound = kind.lower() == "dpop"  # a Bearer answer to a DPoP request: a bearer token
     expires_in = answer.get("expires_in")
     refresh_token = answer.get("refresh_token")
     scope = answer.get("scope")
     return Tokens(
-        access_token=token,
+        access_token=token, token_type="DPoP" if bound else "Bearer",
         expires_at=time.time() + expires_in if isinstance(expires_in, int | float)
         and not isinstance(expires_in, bool) else None,
         refresh_token=refresh_token if isinstance(refresh_token, str) and refresh_token
         else form.get("refresh_token"),
-        scopes=tuple(scope.split()) if isinstance(scope, str) else granted), ""
+        scopes=tuple(scope.split()) if isinstance(scope, str) else granted,
+        dpop_jwk=prover.key.private_jwk if bound and prover is not None else None), ""
 
 
 def require_grant(discovery: Discovery, grant: str,
@@ -227,7 +254,7 @@ def require_grant(discovery: Discovery, grant: str,
 
 def request_tokens(discovery: Discovery, client: ClientCredentials | None,
                    form: dict[str, str], scopes: tuple[str, ...], what: str,
-                   ) -> Generator[Step, Any, Tokens]:
+                   prover: Prover | None = None) -> Generator[Step, Any, Tokens]:
     """Tokens for the grant in ``form`` (``scope`` added from ``scopes`` when there are
     any), without a refresh token (the grant is made again instead), after checking the
     server's ``grant_types_supported`` lists the grant (else nothing is sent).
@@ -235,7 +262,7 @@ def request_tokens(discovery: Discovery, client: ClientCredentials | None,
     require_grant(discovery, form["grant_type"])
     if scopes:
         form["scope"] = " ".join(scopes)
-    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
     if tokens is None:
         raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused "
                                   f"{what}: {problem}")
@@ -244,12 +271,12 @@ def request_tokens(discovery: Discovery, client: ClientCredentials | None,
 
 def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
                   code_verifier: str, redirect_uri: str, scopes: tuple[str, ...],
-                  ) -> Generator[Step, Any, Tokens]:
+                  prover: Prover | None = None) -> Generator[Step, Any, Tokens]:
     """Trade an authorization code for tokens (``scopes``: those asked for).
     ``AuthorizationFailed`` when refused."""
     form = {"grant_type": "authorization_code", "code": code, "redirect_uri": redirect_uri,
             "code_verifier": code_verifier, "resource": discovery.resource}
-    tokens, problem = yield from _token_request(discovery, client, form, scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
     if tokens is None:
         raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
                                   f"authorization code: {problem}")
@@ -257,18 +284,20 @@ def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
 
 
 def refresh(discovery: Discovery, client: ClientCredentials, tokens: Tokens,
-            ) -> Generator[Step, Any, Tokens | None]:
+            prover: Prover | None = None) -> Generator[Step, Any, Tokens | None]:
     """New tokens from ``tokens.refresh_token`` (a rotated one replaces it, else it is
-    kept), or ``None`` when the server refused."""
+    kept), or ``None`` when the server refused. ``prover``: DPoP, with the key the
+    refresh token is bound to (RFC 9449 §5)."""
     assert tokens.refresh_token is not None
     form = {"grant_type": "refresh_token", "refresh_token": tokens.refresh_token,
             "resource": discovery.resource}
-    fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes)
+    fresh, _ = yield from _token_request(discovery, client, form, tokens.scopes, prover)
     return fresh
 
 
 def client_credentials(discovery: Discovery, client: ClientCredentials,
-                       scopes: tuple[str, ...]) -> Generator[Step, Any, Tokens]:
+                       scopes: tuple[str, ...], prover: Prover | None = None,
+                       ) -> Generator[Step, Any, Tokens]:
     """A token for the client itself (RFC 6749 §4.4): ``grant_type=client_credentials``,
     ``resource`` and ``scopes`` (none sent when empty). No refresh token is kept (a new
     token is asked for instead). ``AuthorizationFailed`` when refused, or when the
@@ -277,4 +306,4 @@ def client_credentials(discovery: Discovery, client: ClientCredentials,
     form = {"grant_type": "client_credentials", "resource": discovery.resource}
     return (yield from request_tokens(
         discovery, client, form, scopes,
-        f"the client credentials of {client.client_id[:100]!r}"))
+        f"the client credentials of {client.client_id[:100]!r}", prover))

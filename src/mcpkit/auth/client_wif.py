@@ -34,6 +34,7 @@ from collections.abc import Generator, Iterable
 from typing import Any
 
 from .client_discovery import Discovery
+from .client_dpop import DPoPKey
 from .client_grant_auth import GrantAuth, SubjectToken, subject_token
 from .client_grants import jwt_bearer
 from .client_steps import Step
@@ -48,19 +49,20 @@ class JWTBearerAuth(GrantAuth):
     sent (with no secret) only for an authorization server that wants one. ``issuer``:
     the authorization server that trusts this workload's issuer; when given, a server
     naming another one is refused before the JWT is sent. ``scopes``, ``store``,
-    ``max_step_ups``, ``allow_private_networks``: as for :class:`OAuth`.
+    ``max_step_ups``, ``allow_private_networks``, ``dpop``: as for :class:`OAuth`.
     """
 
     def __init__(self, token: SubjectToken, *, client_id: str | None = None,
                  issuer: str | None = None, scopes: Iterable[str] | None = None,
                  store: TokenStore | None = None, max_step_ups: int = 2,
-                 allow_private_networks: bool = False) -> None:
+                 allow_private_networks: bool = False, dpop: bool | DPoPKey = False
+                 ) -> None:
         if not callable(token) and not (isinstance(token, str) and token.strip()):
             raise ValueError("token must be a JWT or a function returning one")
         super().__init__(client=ClientCredentials(client_id, auth_method="none")
                          if client_id else None,
                          issuer=issuer, scopes=scopes, store=store, max_step_ups=max_step_ups,
-                         allow_private_networks=allow_private_networks)
+                         allow_private_networks=allow_private_networks, dpop=dpop)
         self.token = token
 
     def __repr__(self) -> str:  # never show the token
@@ -71,4 +73,4 @@ class JWTBearerAuth(GrantAuth):
         assertion = yield from subject_token(self.token, "the workload token provider")
         return (yield from jwt_bearer(discovery, self.client if isinstance(
             self.client, ClientCredentials) else None, assertion, scopes,
-            "the workload's JWT"))
+            "the workload's JWT", self._prover()))

@@ -19,7 +19,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from ..protocol.scopes import check_scopes
+from .access_token import AccessToken
 from .challenge import insufficient_scope
+from .dpop import DPoPChecker
 from .metadata import ProtectedResource
 from .middleware import ASGIApp, BearerAuth
 from .verifier import TokenVerifier
@@ -34,15 +36,20 @@ class Auth:
     canonical URI, authorization servers, ``scopes_supported``). ``required_scopes``:
     scopes every request needs (per-tool, per-resource and per-prompt ones come on top).
     ``reuse_seconds``: how long a verified ``Authorization`` value is taken again without
-    the verifier (:class:`BearerAuth`; 0: verify every request).
+    the verifier (:class:`BearerAuth`; 0: verify every request). ``dpop``: also accept
+    DPoP-bound tokens presented with their proofs (RFC 9449): ``True`` for a
+    :class:`~mcpkit.auth.dpop.DPoPChecker` with its defaults, or one configured
+    (algorithms, time window, server nonces); by default such tokens are refused.
     """
 
-    __slots__ = ("required_scopes", "resource", "reuse_seconds", "verifier")
+    __slots__ = ("dpop", "required_scopes", "resource", "reuse_seconds", "verifier")
 
     def __init__(self, verifier: TokenVerifier, *, resource: ProtectedResource,
-                 required_scopes: Iterable[str] = (), reuse_seconds: float = 1.0) -> None:
+                 required_scopes: Iterable[str] = (), reuse_seconds: float = 1.0,
+                 dpop: bool | DPoPChecker = False) -> None:
         if reuse_seconds < 0:
             raise ValueError("reuse_seconds must be >= 0")
+        self.dpop: DPoPChecker | None = DPoPChecker() if dpop is True else dpop or None
         self.verifier = verifier
         self.resource = resource
         self.required_scopes = check_scopes(required_scopes)
@@ -56,11 +63,18 @@ class Auth:
         """``app`` behind a :class:`BearerAuth` of these settings."""
         return BearerAuth(app, resource=self.resource, verifier=self.verifier,
                           required_scopes=self.required_scopes,
-                          reuse_seconds=self.reuse_seconds)
+                          reuse_seconds=self.reuse_seconds, dpop=self.dpop)
 
-    def insufficient(self, scopes: Iterable[str], description: str | None = None) -> str:
-        """The ``WWW-Authenticate`` value of a 403 for a request needing ``scopes``."""
-        return insufficient_scope(self.resource.metadata_url, scopes, description)
+    def insufficient(self, scopes: Iterable[str], description: str | None = None,
+                     access: AccessToken | None = None) -> str:
+        """The ``WWW-Authenticate`` value of a 403 for a request needing ``scopes``: in
+        the ``DPoP`` scheme when ``access`` is a DPoP-bound token (which the middleware
+        let through only presented with DPoP), else ``Bearer``."""
+        cnf = access.claims.get("cnf") if access is not None else None
+        bound = self.dpop is not None and isinstance(cnf, dict) and "jkt" in cnf
+        return insufficient_scope(self.resource.metadata_url, scopes, description,
+                                  dpop_algs=self.dpop.algorithms if bound and self.dpop
+                                  else None)
 
     async def aclose(self) -> None:
         """Close the verifier, when it has an ``aclose()`` (the shipped ones close the

@@ -25,6 +25,15 @@ Answers it gives instead (each with a ``WWW-Authenticate: Bearer`` challenge car
   supported and MCP forbids it);
 - 403 ``insufficient_scope``: a valid token without every required scope; ``scope``
   names all of them;
+- with ``dpop`` (a :class:`~mcpkit.auth.dpop.DPoPChecker`, RFC 9449): a token bound to
+  a key (``cnf.jkt``, in the JWT or the introspection answer) is accepted only as
+  ``Authorization: DPoP <token>`` with exactly one valid ``DPoP`` proof for this method
+  and URL (the URL is the resource's public origin and the request's path, so a proxy
+  in front changes nothing); refused with 401 ``invalid_token`` under ``Bearer``,
+  ``invalid_dpop_proof`` for a bad proof, ``use_dpop_nonce`` (and ``DPoP-Nonce``) when
+  server nonces are on; an unbound token is refused under ``DPoP``. Every 401 then
+  carries a second challenge, ``DPoP algs="..."``, the error in the challenge of the
+  scheme the request used. Without ``dpop`` a bound token is refused under any scheme;
 - 503 (``Retry-After``): the verifier could not reach the authorization server or its
   keys; the reason is logged, the caller is told only to retry.
 
@@ -41,21 +50,24 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
-from urllib.parse import parse_qsl
+from urllib.parse import parse_qsl, urlsplit
 
 import orjson
 
 from ..protocol.errors import (
     AuthError,
+    InvalidDPoPProof,
     InvalidToken,
     MalformedAuthorization,
+    UseDPoPNonce,
     VerifierUnavailable,
 )
 from ..protocol.scopes import check_scopes
 from .access_token import AccessToken
-from .bearer import parse_authorization
+from .bearer import parse_credentials
 from .cache import TokenCache, token_key, within_expiry
-from .challenge import insufficient_scope, invalid_request, unauthorized
+from .challenge import bearer_challenge, dpop_challenge, insufficient_scope, invalid_request
+from .dpop import DPoPChecker
 from .metadata import ProtectedResource
 from .verifier import TokenVerifier
 
@@ -83,11 +95,12 @@ class BearerAuth:
     token's expiry, nor longer than the verifier's own ``cache_ttl`` when it has one; 0:
     ask on every request). A client sends the same header on every request, and even a
     verifier's own cache costs a parse, a hash and a coroutine per request; a revocation
-    the verifier would see is seen this much later at most."""
+    the verifier would see is seen this much later at most. ``dpop``: accept DPoP-bound
+    tokens with their proofs (see the module docstring); ``None``: bearer tokens only."""
 
     def __init__(self, app: ASGIApp, *, resource: ProtectedResource, verifier: TokenVerifier,
                  required_scopes: Iterable[str] = (), state_key: str = AUTH_STATE_KEY,
-                 reuse_seconds: float = 1.0) -> None:
+                 reuse_seconds: float = 1.0, dpop: DPoPChecker | None = None) -> None:
         if reuse_seconds < 0:
             raise ValueError("reuse_seconds must be >= 0")
         own = getattr(verifier, "cache_ttl", None)  # the verifier's own policy bounds it
@@ -103,6 +116,10 @@ class BearerAuth:
         self.challenge_scopes = self.required_scopes or resource.scopes_supported
         self.state_key = state_key
         self._document = orjson.dumps(resource.document())
+        self.dpop = dpop
+        self._schemes = ("bearer", "dpop") if dpop is not None else ("bearer",)
+        public = urlsplit(resource.resource)
+        self._origin = f"{public.scheme}://{public.netloc}"  # what clients see, not Host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -116,22 +133,36 @@ class BearerAuth:
             return
         try:
             raw = _authorization(scope)
+            presented = parse_credentials(None if raw is None else raw.decode("latin-1"),
+                                          self._schemes)
         except MalformedAuthorization as exc:
             await self._refused(send, exc)
             return
-        key = token_key(raw) if raw is not None and self.reuse_seconds else None
+        if presented is None:
+            await self._refuse(send, 401, "unauthorized", "this server requires a bearer token",
+                               self._challenges())
+            return
+        scheme, token = presented
+        assert raw is not None
+        key = token_key(raw) if self.reuse_seconds else None
         seen = self._recent.get(key) if key is not None else None
         if seen is not None:
             access = seen
         else:
-            verified = await self._verify(send, raw, key)
+            verified = await self._verify(send, scheme, token, key)
             if verified is None:
                 return
             access = verified
+        try:
+            self._check_binding(scope, scheme, token, access)
+        except AuthError as exc:
+            await self._refused(send, exc, scheme)
+            return
         if self.required_scopes and access.missing_scopes(self.required_scopes):
             needed = f"this request needs the scopes: {' '.join(self.required_scopes)}"
-            await self._refuse(send, 403, "insufficient_scope", needed, insufficient_scope(
-                self.resource.metadata_url, self.required_scopes, needed))
+            algs = self.dpop.algorithms if self.dpop is not None and scheme == "dpop" else None
+            await self._refuse(send, 403, "insufficient_scope", needed, [insufficient_scope(
+                self.resource.metadata_url, self.required_scopes, needed, dpop_algs=algs)])
             return
         state = scope.get("state")
         if isinstance(state, dict):  # the server's per-request copy: ours to add to
@@ -140,37 +171,77 @@ class BearerAuth:
             scope = {**scope, "state": {self.state_key: access}}
         await self.app(scope, receive, send)
 
-    async def _verify(self, send: Send, raw: bytes | None,
+    async def _verify(self, send: Send, scheme: str, token: str,
                       key: bytes | None) -> AccessToken | None:
-        """The principal of the header value ``raw`` from the verifier (remembered under
-        ``key`` when given), or None once the refusal was sent."""
+        """The principal of ``token`` from the verifier (remembered under ``key`` when
+        given), or None once the refusal was sent."""
         try:
-            token = parse_authorization(None if raw is None else raw.decode("latin-1"))
-            if token is None:
-                await self._refuse(send, 401, "unauthorized",
-                                   "this server requires a bearer token",
-                                   unauthorized(self.resource.metadata_url,
-                                                self.challenge_scopes))
-                return None
             access = await self.verifier.verify(token)
         except (AuthError, VerifierUnavailable) as exc:
-            await self._refused(send, exc)
+            await self._refused(send, exc, scheme)
             return None
         if key is not None:
             self._recent.put(key, access, within_expiry(self.reuse_seconds, access.expires_at))
         return access
 
-    async def _refused(self, send: Send, exc: AuthError | VerifierUnavailable) -> None:
+    def _check_binding(self, scope: Scope, scheme: str, token: str,
+                       access: AccessToken) -> None:
+        """Raise unless the token is presented as its binding requires: an unbound one
+        as ``Bearer``, a DPoP-bound one (``cnf.jkt``) as ``DPoP`` with a valid proof."""
+        cnf = access.claims.get("cnf")
+        if cnf is None:
+            if scheme == "dpop":
+                raise InvalidToken("the token is not bound to a DPoP key; present it with "
+                                   "the Bearer scheme")
+            return
+        jkt = cnf.get("jkt") if isinstance(cnf, dict) else None
+        if self.dpop is None:
+            raise InvalidToken("the token is bound to a key (cnf) and this server accepts "
+                               "bearer tokens only")
+        if not isinstance(jkt, str):
+            raise InvalidToken("the token is bound to a key in a way this server cannot "
+                               "check (only DPoP's cnf.jkt)")
+        if scheme != "dpop":
+            raise InvalidToken("the token is bound to a DPoP key; present it as "
+                               "'Authorization: DPoP <token>' with a DPoP proof")
+        proofs = [value for name, value in scope["headers"] if name == b"dpop"]
+        if len(proofs) != 1:
+            raise InvalidDPoPProof("send exactly one DPoP header with a proof for this "
+                                   "request" if proofs else "send a DPoP proof in the DPoP "
+                                   "header")
+        self.dpop.check(proofs[0].decode("latin-1"), method=scope["method"],
+                        url=self._origin + scope["path"], access_token=token, jkt=jkt)
+
+    def _challenges(self, scheme: str = "bearer", error: str | None = None,
+                    description: str | None = None) -> list[str]:
+        """The 401 challenges: ``Bearer``, and ``DPoP`` with its ``algs`` when DPoP is
+        accepted (RFC 9449 §7.1); ``error`` goes to the scheme the request used."""
+        bearer = bearer_challenge(
+            error=error if scheme == "bearer" else None,
+            error_description=description if scheme == "bearer" else None,
+            scopes=self.challenge_scopes, resource_metadata=self.resource.metadata_url)
+        if self.dpop is None:
+            return [bearer]
+        return [bearer, dpop_challenge(
+            self.dpop.algorithms, error=error if scheme == "dpop" else None,
+            error_description=description if scheme == "dpop" else None,
+            resource_metadata=self.resource.metadata_url)]
+
+    async def _refused(self, send: Send, exc: AuthError | VerifierUnavailable,
+                       scheme: str = "bearer") -> None:
         """The answer to a request whose credentials failed (see the module docstring)."""
         metadata_url = self.resource.metadata_url
         if isinstance(exc, MalformedAuthorization):
             await self._refuse(send, 400, exc.error, exc.description,
-                               invalid_request(metadata_url, exc.description))
-        elif isinstance(exc, InvalidToken):
-            log.debug("refused a bearer token: %s", exc.description)
+                               [invalid_request(metadata_url, exc.description)])
+        elif isinstance(exc, UseDPoPNonce):
             await self._refuse(send, 401, exc.error, exc.description,
-                               unauthorized(metadata_url, self.challenge_scopes,
-                                            exc.description))
+                               self._challenges("dpop", exc.error, exc.description),
+                               [(b"dpop-nonce", exc.nonce.encode("ascii"))])
+        elif isinstance(exc, AuthError):
+            log.debug("refused a %s token: %s", scheme, exc.description)
+            await self._refuse(send, 401, exc.error, exc.description,
+                               self._challenges(scheme, exc.error, exc.description))
         else:
             log.warning("could not verify a bearer token: %s", exc)
             await _respond(send, 503, {
@@ -180,9 +251,11 @@ class BearerAuth:
                 [(b"retry-after", str(RETRY_AFTER_SECONDS).encode())])
 
     async def _refuse(self, send: Send, status: int, error: str, description: str,
-                      challenge: str) -> None:
+                      challenges: list[str],
+                      extra: list[tuple[bytes, bytes]] | None = None) -> None:
         await _respond(send, status, {"error": error, "error_description": description},
-                       [(b"www-authenticate", challenge.encode("ascii"))])
+                       [*((b"www-authenticate", c.encode("ascii")) for c in challenges),
+                        *(extra or ())])
 
     async def _serve_metadata(self, scope: Scope, send: Send) -> None:
         cors = [(b"access-control-allow-origin", b"*")]

@@ -82,6 +82,12 @@ def _validator(revision: str, definition: str) -> Any:
     return jsonschema_rs.validator_for(root)
 
 
+def known_method(revision: str, method: str, *, request: bool) -> bool:
+    """Whether ``revision`` has the request (or notification) ``method``."""
+    requests, _, notes = _index(revision)
+    return method in (requests if request else notes)
+
+
 def has_definition(revision: str, definition: str) -> bool:
     return definition in _defs(load(revision))[1]
 

@@ -36,7 +36,8 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import login
+from . import dev, install, login
+from .loading import LoadError, load_server
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -53,44 +54,17 @@ def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:
 # ---------------------------------------------------------------------- run
 
 
-def _load_server(spec: str) -> Any:
-    import importlib.util
-
-    from ..server import Server
-
-    path, _, attr = spec.partition(":")
-    if not os.path.isfile(path):
-        raise UsageError(f"no such file: {path}")
-    directory = os.path.dirname(os.path.abspath(path))
-    sys.path.insert(0, directory)
-    module_name = os.path.splitext(os.path.basename(path))[0]
-    loader_spec = importlib.util.spec_from_file_location(module_name, path)
-    if loader_spec is None or loader_spec.loader is None:
-        raise UsageError(f"cannot import {path}")
-    module = importlib.util.module_from_spec(loader_spec)
-    sys.modules[module_name] = module
-    loader_spec.loader.exec_module(module)
-    if attr:
-        obj = getattr(module, attr, None)
-        if not isinstance(obj, Server):
-            raise UsageError(f"{path} has no Server named {attr!r}")
-        return obj
-    for name in ("server", "app", "mcp"):
-        obj = getattr(module, name, None)
-        if isinstance(obj, Server):
-            return obj
-    found = [v for v in vars(module).values() if isinstance(v, Server)]
-    if len(found) == 1:
-        return found[0]
-    raise UsageError(
-        f"{path} defines {len(found)} Server objects; name one with {path}:OBJECT"
-    )
+def _load_server_or_usage(spec: str) -> Any:
+    try:
+        return load_server(spec)
+    except LoadError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.http and (args.host or args.port or args.path):
         raise UsageError("--host, --port and --path are for --http; stdio needs none of them")
-    server = _load_server(args.file)
+    server = _load_server_or_usage(args.file)
     if args.http:
         if args.path is not None and not args.path.startswith("/"):
             raise UsageError(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
@@ -424,6 +398,8 @@ def _parser() -> argparse.ArgumentParser:
                      "must refuse with 401")
     chk.add_argument("rest", nargs="*", metavar="URL")
     login.add_parsers(sub)
+    install.add_parser(sub)
+    dev.add_parser(sub)
     return p
 
 
@@ -487,6 +463,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
+        if args.command == "dev":
+            return dev.run(args)
+        if args.command == "install":
+            try:
+                return install.install(args, _load_server_or_usage)
+            except install.InstallError as exc:
+                _fail(str(exc), EXIT_ERROR)
         import anyio
 
         if args.command == "logout":

@@ -41,7 +41,10 @@ Hierarchy::
     │   │                         ``status`` and OAuth ``error`` code of the answer
     │   ├── MalformedAuthorization 400 ``invalid_request``: the ``Authorization`` header
     │   │                         breaks RFC 6750, or a token came another way
-    │   └── InvalidToken          401 ``invalid_token``: not a token valid for this server
+    │   ├── InvalidToken          401 ``invalid_token``: not a token valid for this server
+    │   ├── InvalidDPoPProof      401 ``invalid_dpop_proof``: a DPoP-bound token without a
+    │   │                         valid proof of its key (RFC 9449)
+    │   └── UseDPoPNonce          401 ``use_dpop_nonce``: the proof lacks the server's nonce
     ├── VerifierUnavailable       503: the authorization server or its keys could not be
     │                             consulted, so no token can be judged (not the caller's fault)
     │   (raised by the OAuth client, ``mcpkit.auth.OAuth``:)
@@ -286,6 +289,25 @@ class MalformedAuthorization(AuthError):
 class InvalidToken(AuthError):
     """The token is not valid for this server (bad signature, expired, another issuer or
     audience, unknown key, inactive): HTTP 401 ``invalid_token``."""
+
+
+class InvalidDPoPProof(AuthError):
+    """A request presenting a token with the ``DPoP`` scheme carries no valid DPoP proof
+    (RFC 9449 §4.3: missing, several, malformed, wrong signature, type, method, URL,
+    time, token hash, key, or a replay): HTTP 401 ``invalid_dpop_proof``."""
+
+    error = "invalid_dpop_proof"
+
+
+class UseDPoPNonce(AuthError):
+    """The DPoP proof lacks the server's current nonce (RFC 9449 §9): HTTP 401
+    ``use_dpop_nonce``, with the nonce to use in ``DPoP-Nonce``."""
+
+    error = "use_dpop_nonce"
+
+    def __init__(self, description: str, nonce: str) -> None:
+        super().__init__(description)
+        self.nonce = nonce
 
 
 class AuthorizationFailed(MCPError):

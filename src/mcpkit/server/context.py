@@ -17,7 +17,7 @@ served over HTTP with ``auth=``; None on stdio and on an unprotected endpoint.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Literal, cast
+from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -30,27 +30,38 @@ from ..protocol.record import Record
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
+from .elicit_forms import form_for
 from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
     from ..auth.access_token import AccessToken
     from .app import Server
 
+T = TypeVar("T")
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
-class ElicitResult(Record):
-    """The user's answer: ``action`` is accept, decline or cancel; ``content`` on accept."""
+class ElicitResult(Record, Generic[T]):
+    """The user's answer: ``action`` is accept, decline or cancel; ``content`` (the raw
+    form values) and ``data`` (the same as the type the form was asked with, or the
+    content itself for a JSON schema) on accept, else None."""
 
-    __slots__ = ("action", "content")
+    __slots__ = ("action", "content", "data")
 
     def __init__(
         self,
         action: Literal["accept", "decline", "cancel"],
         content: dict[str, Any] | None = None,
+        data: T | None = None,
     ) -> None:
         self.action = action
         self.content = content
+        self.data = data
+
+    @property
+    def accepted(self) -> bool:
+        """Whether the user accepted (and ``data`` holds the answer)."""
+        return self.action == "accept"
 
 
 class Context:
@@ -312,18 +323,36 @@ class Context:
             params["metadata"] = metadata
         return await self._ask("sampling/createMessage", params, timeout, key)
 
+    @overload
+    async def elicit(self, message: str, schema: type[T], *, timeout: float | None = 600.0,
+                     key: str | None = None) -> ElicitResult[T]: ...
+
+    @overload
+    async def elicit(self, message: str, schema: JSONObject | Any, *,
+                     timeout: float | None = 600.0, key: str | None = None
+                     ) -> ElicitResult[Any]: ...
+
     async def elicit(
         self,
         message: str,
-        schema: JSONObject,
+        schema: JSONObject | Any,
         *,
         timeout: float | None = 600.0,
         key: str | None = None,
-    ) -> ElicitResult:
-        """Ask the user for structured input (form mode) with a flat ``requestedSchema``.
+    ) -> ElicitResult[Any]:
+        """Ask the user for structured input (form mode).
 
-        Never ask for passwords, API keys or other secrets this way: use ``elicit_url``.
+        ``schema`` is a flat ``requestedSchema`` (a dict; ``data`` is then the content),
+        or a type the form is built from and the answer returned as (``data``): a
+        pydantic model, dataclass or TypedDict of primitive fields, or a lone ``bool``,
+        ``str``, ``int``, ``float``, string ``Literal``/``Enum`` or list of those
+        (``server/elicit_forms.py``). An accepted answer that does not fit raises
+        ``ToolError``. Never ask for passwords, API keys or other secrets this way: use
+        ``elicit_url``.
         """
+        form = None if isinstance(schema, dict) else form_for(schema)
+        if form is not None:
+            schema = form.schema
         caps = self.client_capabilities.get("elicitation")
         if not isinstance(caps, dict):
             self._missing("elicitation", "the client did not declare the 'elicitation' "
@@ -345,12 +374,15 @@ class Context:
         if self.revision.has("elicitation_url") or self.stateless is not None:
             params = {"mode": "form", **params}
         res = await self._ask("elicitation/create", params, timeout, key)
-        return _elicit_result(res)
+        answer = _elicit_result(res)
+        if answer.action == "accept":
+            answer.data = answer.content if form is None else form.parse(answer.content)
+        return answer
 
     async def elicit_url(
         self, message: str, url: str, elicitation_id: str, *, timeout: float | None = 600.0,
         key: str | None = None,
-    ) -> ElicitResult:
+    ) -> ElicitResult[Any]:
         """Send the user to ``url`` (URL mode), e.g. for credentials or payment.
 
         ``accept`` only means the user agreed to open the link, not that the flow is done.
@@ -376,7 +408,7 @@ class Context:
         return roots if isinstance(roots, list) else []
 
 
-def _elicit_result(res: JSONObject) -> ElicitResult:
+def _elicit_result(res: JSONObject) -> ElicitResult[Any]:
     raw = res.get("action")
     action: Literal["accept", "decline", "cancel"] = (
         raw if raw in ("accept", "decline", "cancel") else "cancel"

@@ -9,7 +9,8 @@ adds to the plain app.
   ``WWW-Authenticate: Bearer error="insufficient_scope", scope="<all the scopes the
   call needs>", resource_metadata="…"``. Naming all of them (not only the missing ones)
   lets a client that does not accumulate scopes still ask for a sufficient token in one
-  step (MCP 2026-07-28: one challenge per operation, never one scope at a time).
+  step (MCP 2026-07-28: one challenge per operation, never one scope at a time). A
+  DPoP-bound token gets the same challenge in the ``DPoP`` scheme (RFC 9449 §7.1).
 - :func:`closing_lifespan`: the server's lifespan, then the verifier closed.
 
 Declared scopes have no effect where there is no token: over stdio (MCP: credentials
@@ -58,7 +59,7 @@ class ScopeGuard:
         message = (f"Forbidden: {description} (the token lacks "
                    f"{' '.join(sorted(missing))}). Obtain a token with these scopes from "
                    "the authorization server and retry.")
-        return Denial(self._auth.insufficient(needed, description), message, needed)
+        return Denial(self._auth.insufficient(needed, description, access), message, needed)
 
     def required(self, method: str, params: dict[str, Any]
                  ) -> tuple[str, tuple[str, ...]] | None:

@@ -33,6 +33,16 @@ class NeedsPydantic(Exception):
     """The type is not a plain one; pydantic must build its schema and convert values."""
 
 
+class ConversionFailed(Exception):
+    """The parameter ``param``'s value passed the input schema but pydantic refused to
+    convert it (``cause``: usually its ``ValidationError``)."""
+
+    def __init__(self, param: str, cause: Exception) -> None:
+        super().__init__(f"{param}: {cause}")
+        self.param = param
+        self.cause = cause
+
+
 def plain_schema(tp: Any) -> JSON:
     """Schema of a plain type; raises ``NeedsPydantic`` for anything else."""
     if tp in _PRIMITIVES:
@@ -166,7 +176,10 @@ class Signature:
             return out
         for name, adapter in self.adapters.items():
             if name in out:
-                out[name] = adapter.validate_python(out[name])
+                try:
+                    out[name] = adapter.validate_python(out[name])
+                except Exception as exc:
+                    raise ConversionFailed(name, exc) from exc
         return out
 
 

@@ -23,29 +23,24 @@ from ..protocol.errors import (
     ToolError,
 )
 from ..protocol.scopes import check_scopes
+from .arg_errors import (
+    Problem,
+    at_instance_path,
+    invalid_arguments_text,
+    pydantic_problems,
+    schema_problems,
+)
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .handler import HandlerSpec
 from .limits import INHERIT, Inherit, RateLimit, as_limit
 from .mrtr import InputRequired
-from .schema import Signature, output_schema, parse_docstring
+from .schema import ConversionFailed, Signature, output_schema, parse_docstring
 from .validation import SchemaValidator
 
 log = logging.getLogger("mcpkit.server")
 JSON = dict[str, Any]
 TOOL_NAME = re.compile(r"^[A-Za-z0-9_.-]{1,128}$")
-
-
-def describe_schema(schema: JSON) -> str:
-    """A one-line human summary of an object schema's properties, for error messages."""
-    props = schema.get("properties") or {}
-    required = set(schema.get("required") or ())
-    parts = []
-    for name, sub in props.items():
-        kind = sub.get("type") or ("enum " + "|".join(map(str, sub["enum"])) if "enum" in sub
-                                   else "any")
-        parts.append(f"{name} ({kind}{', required' if name in required else ''})")
-    return ", ".join(parts) if parts else "no arguments"
 
 
 class Tool:
@@ -132,13 +127,8 @@ class Tool:
         """An ``isError`` result if ``arguments`` fail the input schema, else None."""
         if self.validator.is_valid(arguments):
             return None
-        problems = self.validator.errors(arguments)
-        text = (
-            f"Invalid arguments for tool '{self.name}': " + "; ".join(problems) + ". "
-            f"Expected: {describe_schema(self.input_schema)}. "
-            "Fix the arguments to match the tool's inputSchema and call it again."
-        )
-        return error_result(text)
+        problems = schema_problems(self.input_schema, self.validator.iter_errors(arguments))
+        return error_result(invalid_arguments_text(self.name, problems, self.input_schema))
 
     def call(self, arguments: JSON, ctx: Context) -> JSON | Coroutine[Any, Any, JSON]:
         """Run the tool on validated ``arguments``: a ``CallToolResult`` now when its
@@ -146,10 +136,8 @@ class Tool:
         otherwise a coroutine that produces it."""
         try:
             kwargs = self.signature.convert(arguments)
-        except Exception as exc:
-            return error_result(
-                f"Invalid arguments for tool '{self.name}': {_short(exc)}. Fix them and retry."
-            )
+        except ConversionFailed as exc:
+            return self._unconvertible(exc)
         if not self.spec.never_waits:
             return self._call(kwargs, ctx)
         try:
@@ -168,6 +156,17 @@ class Tool:
         except Exception as exc:
             return self._failure(exc)
         return self.build_result(value)
+
+    def _unconvertible(self, exc: ConversionFailed) -> JSON:
+        """The ``isError`` result for arguments that passed the schema but not pydantic
+        (an ``HttpUrl``, a custom validator), in the same words as a schema failure."""
+        cause = exc.cause
+        if callable(getattr(cause, "errors", None)):
+            problems = pydantic_problems(self.input_schema, exc.param, cause)
+        else:
+            problems = [Problem((exc.param,), _short(cause),
+                                at_instance_path(self.input_schema, (exc.param,)))]
+        return error_result(invalid_arguments_text(self.name, problems, self.input_schema))
 
     def _failure(self, exc: Exception) -> JSON:
         """The ``isError`` result for an exception the tool's function raised."""

@@ -12,6 +12,7 @@ which then decides and explains. Both are compiled once per schema, on first use
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
 JSON = dict[str, Any]
@@ -88,12 +89,7 @@ class SchemaValidator:
                 pass
         return bool(self.full.is_valid(instance))
 
-    def errors(self, instance: Any, limit: int = 10) -> list[str]:
-        """Human-readable problems (``path: message``), at most ``limit``."""
-        out: list[str] = []
-        for err in self.full.iter_errors(instance):
-            where = "/".join(str(p) for p in err.instance_path) or "arguments"
-            out.append(f"{where}: {err.message}")
-            if len(out) >= limit:
-                break
-        return out
+    def iter_errors(self, instance: Any) -> Iterator[Any]:
+        """``jsonschema_rs`` validation errors (``instance_path``, ``schema_path``,
+        ``message``), for ``arg_errors`` to explain."""
+        return iter(self.full.iter_errors(instance))

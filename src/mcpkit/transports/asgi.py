@@ -50,6 +50,20 @@ def require_asyncio() -> None:
         raise RuntimeError(ASYNCIO_ONLY) from None
 
 
+def local_path(scope: Scope) -> str:
+    """The request path below the point the app is mounted at.
+
+    A host app that mounts mcpkit (Starlette's ``Mount("/api", app=...)``, FastAPI, a
+    ``root_path`` given to uvicorn) puts the prefix in ``root_path`` and leaves it in
+    ``path`` as well (the ASGI spec since 2023); older servers strip it. Either way the
+    endpoints are matched on what is left."""
+    path: str = scope.get("path", "")
+    root: str = scope.get("root_path", "")
+    if root and path.startswith(root) and path[len(root):len(root) + 1] in ("", "/"):
+        return path[len(root):] or "/"
+    return path
+
+
 def headers_of(scope: Scope) -> dict[str, str]:
     """Header name -> value; a value without the whitespace around it (RFC 9110 §5.5),
     which h11 strips but httptools leaves at the end. Repeated headers are joined."""

@@ -35,6 +35,22 @@ MAX_RETRY_DELAY = 30.0
 or broken one could otherwise stall the client for days)."""
 
 
+def redirected(resp: httpx.Response) -> TransportError | None:
+    """The error for a 3xx answer, else None. mcpkit follows no redirect: an MCP endpoint
+    that moved (a host app's slash redirect, a proxy) is a configuration to fix, and
+    following it would resend the request body and credentials to another URL."""
+    if not 300 <= resp.status_code < 400:
+        return None
+    location = resp.headers.get("location")
+    target = str(resp.request.url.join(location)) if location else None
+    where = f" to {target}" if target else " without a Location"
+    advice = (f"use {target} as the server URL" if target else
+              "check the server URL")
+    return TransportError(
+        f"HTTP {resp.status_code} from the server: it redirects{where}; mcpkit does not "
+        f"follow redirects, {advice}", status=resp.status_code)
+
+
 class AnswerReader:
     """Feeds what a server sends over HTTP to the session of ``transport``."""
 

@@ -52,7 +52,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
 from ..session import NotificationHandler, RequestHandler, Session
-from .http_answers import AnswerReader, error_detail
+from .http_answers import AnswerReader, error_detail, redirected
 from .http_routing import routing_headers
 
 log = logging.getLogger("mcpkit.client.http")
@@ -269,6 +269,9 @@ class HttpClientTransport:
         async with self.http.stream("POST", self.url, content=out.data, headers=headers,
                                     auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
             status = resp.status_code
+            if (moved := redirected(resp)) is not None:
+                await resp.aread()
+                raise moved
             if routing is None and status != 200 and status != 202:
                 await resp.aread()
                 if await self._stateful_refusal(out, status, sent_sid, retry):
@@ -396,6 +399,8 @@ class HttpClientTransport:
             self.legacy_endpoint, content=out.data,
             headers={"content-type": "application/json", **self.extra_headers},
             auth=self.auth or httpx.USE_CLIENT_DEFAULT)
+        if (moved := redirected(resp)) is not None:
+            raise moved
         if resp.status_code >= 400:
             detail = error_detail(resp.content)
             raise TransportError(f"HTTP {resp.status_code} from the server: {detail}",

@@ -32,7 +32,7 @@ import secrets
 import time
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
-from contextlib import AbstractAsyncContextManager, AsyncExitStack
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -61,6 +61,7 @@ from .asgi import (
     Send,
     error_body,
     headers_of,
+    local_path,
     read_body,
     require_asyncio,
     respond,
@@ -68,6 +69,7 @@ from .asgi import (
     watch_disconnect,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
+from .http_lifespan import LifespanHolder
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
@@ -131,7 +133,7 @@ class StreamableHTTPApp:
     ) -> None:
         self.config = config or HttpConfig()
         self.call_guard = call_guard
-        self.lifespan = lifespan
+        self.lifespan = LifespanHolder(lifespan, self.close_all)
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
@@ -164,19 +166,26 @@ class StreamableHTTPApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         kind = scope["type"]
         if kind == "lifespan":
-            await self._lifespan(receive, send)
+            await self.lifespan.serve(receive, send)
             return
         if kind != "http":
             return
         if self._housekeeper is None:
             self._start_housekeeping()
-        path = scope.get("path", "")
+        if not self.lifespan.ready:  # mounted in a host app that did not start it
+            try:
+                await self.lifespan.wait()
+            except Refused as exc:
+                await respond_refused(send, exc)
+                return
+        path = local_path(scope)
         if self.legacy is not None and self.legacy.handles(path):
             await self.legacy(scope, receive, send)
             return
         if path.rstrip("/") != self.config.path.rstrip("/"):
+            endpoint = scope.get("root_path", "") + self.config.path
             await respond(send, 404, error_body(
-                INVALID_REQUEST, f"Not found: the MCP endpoint is {self.config.path}"))
+                INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
             return
         headers = headers_of(scope)
         principal = principal_of(scope, self.config.principal_key)
@@ -212,27 +221,6 @@ class StreamableHTTPApp:
                 self._expire_idle(now, limit=cfg.sweep_batch)
             except Exception:
                 log.exception("housekeeping failed; retrying at the next sweep")
-
-    async def _lifespan(self, receive: Receive, send: Send) -> None:
-        """ASGI lifespan: enter the server's lifespan at startup, leave it at shutdown.
-
-        (When this app is mounted inside another ASGI app, forward the lifespan to it or
-        enter ``Server.lifespan_scope()`` in the outer app's lifespan.)"""
-        message = await receive()
-        if message["type"] != "lifespan.startup":
-            return
-        async with AsyncExitStack() as stack:
-            try:
-                if self.lifespan is not None:
-                    await stack.enter_async_context(self.lifespan())
-            except Exception as exc:
-                await send({"type": "lifespan.startup.failed", "message": str(exc)})
-                return
-            await send({"type": "lifespan.startup.complete"})
-            while (await receive())["type"] != "lifespan.shutdown":
-                pass
-            self.close_all()
-        await send({"type": "lifespan.shutdown.complete"})
 
     def close_all(self) -> None:
         """End every session (server shutdown): handlers cancelled, streams ended."""

@@ -25,6 +25,7 @@ from .asgi import (
     Scope,
     Send,
     headers_of,
+    local_path,
     read_body,
     respond,
     respond_refused,
@@ -55,7 +56,7 @@ class LegacySSE:
         principal = principal_of(scope, self.app.config.principal_key)
         try:
             self.app.check_origin_and_host(scope, headers)
-            path = scope.get("path", "").rstrip("/")
+            path = local_path(scope).rstrip("/")
             method = scope["method"]
             if path == self.sse_path.rstrip("/") and method == "GET":
                 await self._stream(scope, send, receive, principal)

@@ -1,0 +1,161 @@
+"""Elicitation forms from Python types: ``ctx.elicit("Delete it?", bool)``.
+
+An elicitation's ``requestedSchema`` is a flat object whose fields are primitives: a
+string (length bounds; format email, uri, date or date-time), a number or integer
+(bounds), a boolean, a single-select string enum, or (from 2025-11-25) a multi-select
+array of string enums. :func:`form_for` builds that schema from
+
+* a pydantic model, a dataclass or a ``TypedDict`` (one field per attribute;
+  ``Optional`` fields are not required; defaults become the form's defaults), or
+* a lone primitive (``bool``, ``str``, ``int``, ``float``, a ``Literal`` of strings, a
+  string ``Enum``, ``list`` of one of those two), asked as one field named ``value``,
+
+and turns the user's accepted content back into that type. A type that cannot be a flat
+form (a nested model, a list of numbers) is refused with a ``TypeError`` naming the
+field, before anything is sent. The content is checked against the schema first (the
+client's word is not trusted), then converted: a model by pydantic, a primitive as is.
+"""
+
+from __future__ import annotations
+
+import enum
+from typing import Any, get_args, get_origin
+
+from ..protocol.errors import ToolError
+from .arg_errors import resolve_ref
+from .schema import type_schema
+from .validation import SchemaValidator
+
+JSON = dict[str, Any]
+VALUE = "value"  # the one field of a primitive's form
+
+_FORMATS = frozenset({"email", "uri", "date", "date-time"})
+_KEEP = {
+    "string": ("title", "description", "default", "minLength", "maxLength", "format"),
+    "number": ("title", "description", "default", "minimum", "maximum"),
+    "integer": ("title", "description", "default", "minimum", "maximum"),
+    "boolean": ("title", "description", "default"),
+}
+
+
+class Form:
+    """A ``requestedSchema`` and the conversion of an accepted answer to ``tp``."""
+
+    __slots__ = ("_adapter", "_validator", "schema", "tp", "wrapped")
+
+    def __init__(self, tp: Any, schema: JSON, adapter: Any, wrapped: bool) -> None:
+        self.tp, self.schema, self._adapter, self.wrapped = tp, schema, adapter, wrapped
+        self._validator = SchemaValidator(schema)
+
+    def parse(self, content: JSON | None) -> Any:
+        """The accepted ``content`` as ``tp``; ``ToolError`` when it does not fit the
+        form (the tool then tells the model, which can ask again)."""
+        content = content or {}
+        if not self._validator.is_valid(content):
+            problems = [f"{'/'.join(map(str, e.instance_path)) or 'answer'}: {e.message}"
+                        for e in list(self._validator.iter_errors(content))[:5]]
+            raise ToolError("The user's answer did not fit the requested form ("
+                            + "; ".join(problems) + "). Ask again, or go on without it.")
+        value = content.get(VALUE) if self.wrapped else content
+        if self._adapter is not None:
+            try:
+                return self._adapter.validate_python(value)
+            except ValueError as exc:  # pydantic's ValidationError is a ValueError
+                raise ToolError("The user's answer did not fit the requested form ("
+                                f"{_first_error(exc)}). Ask again, or go on without it."
+                                ) from exc
+        if isinstance(self.tp, type) and issubclass(self.tp, enum.Enum):
+            return self.tp(value)
+        if get_origin(self.tp) is list:
+            item = get_args(self.tp)[0] if get_args(self.tp) else None
+            if isinstance(item, type) and issubclass(item, enum.Enum):
+                return [item(v) for v in value or ()]
+        if self.tp is float and isinstance(value, int):
+            return float(value)
+        return value
+
+
+def form_for(tp: Any) -> Form:
+    """The form for ``tp``; ``TypeError`` when ``tp`` cannot be a flat form."""
+    schema, adapter = type_schema(tp)
+    root = schema
+    schema = resolve_ref(root, schema)
+    if schema.get("type") == "object" and isinstance(schema.get("properties"), dict):
+        props: JSON = {}
+        required = set(schema.get("required") or ())
+        needed = []
+        for name, sub in schema["properties"].items():
+            field, optional = _field(root, sub, name)
+            props[name] = field
+            if name in required and not optional:
+                needed.append(name)
+        form: JSON = {"type": "object", "properties": props}
+        if needed:
+            form["required"] = needed
+        return Form(tp, form, adapter, wrapped=False)
+    field, optional = _field(root, schema, VALUE)
+    form = {"type": "object", "properties": {VALUE: field}}
+    if not optional:
+        form["required"] = [VALUE]
+    return Form(tp, form, adapter, wrapped=True)
+
+
+def _field(root: JSON, sub: Any, name: str) -> tuple[JSON, bool]:
+    """A property's form field and whether it may be left out (``Optional``)."""
+    if isinstance(sub, dict) and "$ref" in sub:  # keep the property's own words (default)
+        sub = {**resolve_ref(root, {"$ref": sub["$ref"]}),
+               **{k: v for k, v in sub.items() if k != "$ref"}}
+    if not isinstance(sub, dict):
+        raise TypeError(f"elicitation field {name!r} has no usable schema")
+    optional = False
+    for key in ("anyOf", "oneOf"):
+        branches = sub.get(key)
+        if isinstance(branches, list):
+            kept = [resolve_ref(root, b) for b in branches if b != {"type": "null"}]
+            if len(kept) != 1:
+                raise TypeError(f"elicitation field {name!r} is a union; a form field "
+                                "has one type")
+            optional = len(kept) < len(branches)
+            outer = {k: v for k, v in sub.items() if k != key}
+            sub = {**kept[0], **outer}
+    if isinstance(sub.get("enum"), list) or "const" in sub:
+        values = sub.get("enum") if "enum" in sub else [sub["const"]]
+        if not all(isinstance(v, str) for v in values):
+            raise TypeError(f"elicitation field {name!r}: choices must be strings")
+        field: JSON = {"type": "string", "enum": list(values)}
+        for key in ("title", "description", "default"):
+            if key in sub and sub[key] is not None:
+                field[key] = sub[key]
+        return field, optional
+    kind = sub.get("type")
+    if kind == "array":
+        items = resolve_ref(root, sub.get("items"))
+        if not (isinstance(items, dict) and isinstance(items.get("enum"), list)
+                and all(isinstance(v, str) for v in items["enum"])):
+            raise TypeError(f"elicitation field {name!r}: a list must be of string "
+                            "choices (a Literal or a string Enum), a multi-select")
+        field = {"type": "array", "items": {"type": "string", "enum": list(items["enum"])}}
+        for key in ("title", "description", "default", "minItems", "maxItems"):
+            if key in sub and sub[key] is not None:
+                field[key] = sub[key]
+        return field, optional
+    if kind not in _KEEP:
+        raise TypeError(f"elicitation field {name!r} is {kind or 'untyped'}; a form field "
+                        "is a string, number, integer, boolean or a choice of strings")
+    field = {"type": kind}
+    for key in _KEEP[kind]:
+        if key in sub and sub[key] is not None:
+            field[key] = sub[key]
+    if field.get("format") not in _FORMATS:
+        field.pop("format", None)
+    return field, optional
+
+
+def _first_error(exc: Exception) -> str:
+    errors = getattr(exc, "errors", None)
+    if callable(errors):
+        first = errors(include_url=False, include_input=False)[:1]
+        if first:
+            where = "/".join(str(p) for p in first[0].get("loc", ())) or "answer"
+            return f"{where}: {first[0].get('msg')}"
+    return str(exc).splitlines()[0]
