@@ -4,7 +4,9 @@ Real uvicorn servers on loopback: the test authorization server (tests/auth/oaut
 trusting a workload issuer's key for the jwt-bearer grant) and an mcpkit server behind
 ``BearerAuth`` verifying its JWTs. ``Client(url, auth=JWTBearerAuth(provider))`` with an
 async provider connects and calls a tool; a token endpoint that never answers ends the
-request within the fetch deadline instead of hanging it.
+request within the fetch deadline instead of hanging it; with ``dpop=True`` the grant
+carries a DPoP proof and the token is bound to the key (a server with
+``Auth(dpop=...)`` checks the proofs).
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ from joserfc import jwk, jwt
 
 from mcpkit import HandshakeError
 from mcpkit.auth import (
+    Auth,
     AuthorizationFailed,
     BearerAuth,
+    DPoPChecker,
     JWTBearerAuth,
     JWTVerifier,
     ProtectedResource,
@@ -140,3 +144,32 @@ async def test_a_token_endpoint_that_hangs_ends_the_request(hanging: Setup) -> N
             pass
     assert time.monotonic() - started < 30
     assert auth.store.get_tokens(hanging.auth.issuer, hanging.url) is None
+
+
+async def test_a_workload_gets_a_dpop_bound_token(tmp_path: Any) -> None:
+    """JWTBearerAuth(dpop=True): the jwt-bearer request carries a proof (retried once
+    with the AS's nonce), the token is bound to the key, and a server with
+    Auth(dpop=...) accepts it only with its proofs."""
+    auth = AuthServer(grant_types=[JWT_BEARER], dpop_algs=["ES256"], dpop_nonce="n-1")
+    key = jwk.ECKey.generate_key("P-256", private=True)
+    auth.assertion_keys[ISSUER] = key
+    with LiveServer(auth) as as_live:
+        auth.base = as_live.base
+        later = LateApp()
+        live = LiveServer(later)
+        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
+                               jwks_uri=f"{auth.base}/jwks")
+        later.app = adding_server().asgi_app(auth=Auth(
+            verifier, resource=ProtectedResource(live.url, [auth.issuer]),
+            dpop=DPoPChecker()))
+        with live:
+            setup = Setup(auth, live.url, key)
+            flow = JWTBearerAuth(setup.workload_jwt(), dpop=True)
+            async with Client(live.url, auth=flow) as client:
+                assert (await client.call_tool("add", {"a": 4, "b": 4})).text == "8"
+            if live.loop is not None:
+                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
+    held = flow.store.get_tokens(auth.issuer, live.url)
+    assert held is not None and held.token_type == "DPoP"
+    assert [c.get("nonce") for _, c in auth.dpop_proofs] == [None, "n-1"]
+    assert [f["grant_type"] for f in auth.token_requests] == [JWT_BEARER] * 2
