@@ -4,6 +4,8 @@ plus ``echo``, ``add`` and ``sleep``.
     python examples/everything.py                        # serve on stdio
     python examples/everything.py --http --port 3001     # Streamable HTTP at /mcp
     python examples/everything.py --http --sqlite s.db   # ... resumable across restarts
+    python examples/everything.py --http --port 3001 --redis redis://127.0.0.1:6379/0
+        # one of several instances sharing all state on Redis (behind any balancer)
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ from typing import Any
 
 import anyio
 
-from mcpkit import Audio, Context, EmbeddedResource, Image, Server, ToolError
+from mcpkit import Audio, Context, EmbeddedResource, Image, InternalError, Server, ToolError
 
 
 def _png_1x1() -> bytes:
@@ -530,6 +532,78 @@ async def watched_resource() -> str:
 # ---------------------------------------------------------------- prompts
 
 
+# ---------------------------------------------------------------------- tasks
+# The fixtures of the tasks-* conformance scenarios (the io.modelcontextprotocol/tasks
+# extension, 2026-07-28) that also run as 2025-11-25 in-core tasks (docs/tasks.md).
+
+CONFIRM_SCHEMA = {"type": "object", "properties": {"confirm": {"type": "boolean"}},
+                  "required": ["confirm"]}
+
+
+@server.tool
+async def greet(name: str) -> str:
+    """Greets by name, at once (never a task)."""
+    return f"Hello, {name}!"
+
+
+@server.tool(task="optional")
+async def slow_compute(seconds: float, ctx: Context, label: str = "") -> str:
+    """Works for ``seconds`` seconds (reporting progress), then answers; as a task when
+    the client can take one."""
+    steps = max(1, min(int(seconds * 4), 1000))
+    for step in range(steps):
+        await anyio.sleep(seconds / steps)
+        await ctx.report_progress(step + 1, steps)
+    return f"Computed {label or 'result'} in {seconds:g}s"
+
+
+@server.tool(task="required")
+async def failing_job() -> str:
+    """Runs as a task and fails like a tool does after about a second (an isError
+    result: completed in the extension, failed in 2025-11-25)."""
+    await anyio.sleep(1.0)
+    raise ToolError("The job failed: the input data was rejected. Fix the data and retry.")
+
+
+@server.tool(task="optional")
+async def protocol_error_job() -> str:
+    """Ends with a JSON-RPC error instead of a result (the task ends failed)."""
+    await anyio.sleep(0.1)
+    raise InternalError("Internal error: the job's worker crashed; retry later.")
+
+
+@server.tool(task="optional")
+async def confirm_delete(filename: str, ctx: Context) -> str:
+    """Asks the user to confirm, then 'deletes' ``filename``."""
+    answer = await ctx.elicit(f"Delete {filename}?", CONFIRM_SCHEMA, key="confirm")
+    if answer.action == "accept" and (answer.content or {}).get("confirm"):
+        return f"Deleted {filename}"
+    return f"Kept {filename}"
+
+
+@server.tool(task="optional")
+async def multi_input(ctx: Context) -> str:
+    """Asks for a name and a confirmation at the same time (two inputs pending)."""
+    answers = await ctx.request_inputs({
+        "name": ("elicitation/create", {"mode": "form", "message": "Your name?",
+                                        "requestedSchema": NAME_SCHEMA}),
+        "confirm": ("elicitation/create", {"mode": "form", "message": "Go ahead?",
+                                           "requestedSchema": CONFIRM_SCHEMA}),
+    })
+    name = (answers["name"].get("content") or {}).get("name", "stranger")
+    ok = (answers["confirm"].get("content") or {}).get("confirm", False)
+    return f"{name} {'confirmed' if ok else 'declined'}"
+
+
+@server.tool(task="required", task_start="explicit")
+async def test_tool_with_task(ctx: Context) -> str:
+    """Asks the user's name the plain way (MRTR), then goes on as a task."""
+    answer = await ctx.elicit("What is your name?", NAME_SCHEMA, key="user_name")
+    await ctx.start_task()
+    await anyio.sleep(0.2)
+    return f"Hello, {(answer.content or {}).get('name', 'stranger')}, from a task!"
+
+
 @server.prompt(title="Simple Prompt")
 async def test_simple_prompt() -> str:
     """A simple prompt without arguments."""
@@ -606,6 +680,11 @@ if __name__ == "__main__":
             path = sys.argv[sys.argv.index("--sqlite") + 1]
             options["event_store"] = SQLiteEventStore(path)
             options["session_store"] = SQLiteSessionStore(path)
+            from mcpkit.storage import SQLiteTaskStore
+
+            server.tasks.store = SQLiteTaskStore(path)  # finished tasks survive it too
+        if "--redis" in sys.argv:  # one of several instances sharing all state on Redis
+            options["store"] = sys.argv[sys.argv.index("--redis") + 1]
         server.run("http", port=port, **options)
     else:
         server.run()

@@ -1,4 +1,5 @@
-"""Test-suite configuration shared by every directory: the Hypothesis profile.
+"""Test-suite configuration shared by every directory: the Hypothesis profile, and the
+``redis`` fixture (one redis-server per test module, tests/support/redis.py).
 
 The property-based tests (``tests/protocol/test_properties_*.py``) run under the
 ``mcpkit`` profile: 200 examples a test, bounded so the whole property suite stays fast
@@ -10,6 +11,10 @@ example database (nothing is written into the work tree). For a longer local hun
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
 from hypothesis import settings
 
 settings.register_profile(
@@ -24,3 +29,13 @@ settings.register_profile(
     "mcpkit-thorough", parent=settings.get_profile("mcpkit"), max_examples=5000
 )
 settings.load_profile("mcpkit")
+
+
+@pytest.fixture(scope="module")
+def redis() -> Iterator[Any]:
+    """A redis-server for the module's tests (skipped locally without the binary, a failure
+    under CI); tests that need their own (restarts, persistence) start one themselves."""
+    from tests.support.redis import RedisServer
+
+    with RedisServer() as server:
+        yield server

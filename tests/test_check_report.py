@@ -12,8 +12,6 @@ import json
 import os
 import re
 import shutil
-import struct
-import subprocess
 from html.parser import HTMLParser
 from importlib import resources
 from pathlib import Path
@@ -23,6 +21,7 @@ import pytest
 from mcpkit.check.model import EraSummary, Report
 from mcpkit.check.report import FORMATS, render
 from mcpkit.check.rules import SECTIONS, finding, matrix
+from tests.support.chromium import find_chromium, screenshot, widths
 
 HOSTILE = "<script>alert(1)</script>"
 LONG_TOKEN = "x" * 3000
@@ -302,54 +301,20 @@ def test_html_target_url_is_text_not_a_link() -> None:
 
 # ---------------------------------------------------------------------------- chromium
 
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic",
-                  "--no-first-run", "--disable-background-networking",
-                  "--disable-component-update", "--disable-sync", "--window-size=1024,2000"]
-
-
-def _chromium() -> str:
-    found = shutil.which("chromium") or (
-        "/usr/bin/chromium" if os.path.exists("/usr/bin/chromium") else None)
-    if found is None:
-        if os.environ.get("CI"):
-            pytest.fail("chromium is not installed (.ci/run installs it)")
-        pytest.skip("chromium is not installed")
-    return found
-
-
-def _run_chromium(exe: str, profile: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    profile.mkdir()
-    return subprocess.run([exe, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=60, check=False)
-
 
 def test_html_renders_in_chromium_without_sideways_scrolling(tmp_path: Path) -> None:
-    exe = _chromium()
+    exe = find_chromium()
     page = tmp_path / "report.html"
     page.write_text(render(sample_report(), "html"), encoding="utf-8")
 
     # (a) A real picture, 1024 pixels wide.
     png = tmp_path / "report.png"
-    run = _run_chromium(exe, tmp_path / "profile-shot", f"--screenshot={png}", page.as_uri())
-    assert png.exists(), run.stderr[-2000:]
-    data = png.read_bytes()
-    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
-    assert len(data) > 10_000
-    width, height = struct.unpack(">II", data[16:24])
-    assert width == 1024 and height > 0
+    width, height, size = screenshot(exe, tmp_path / "profile-shot", page.as_uri(), png)
+    assert width == 1024 and height > 0 and size > 10_000
     if target := os.environ.get("MCPKIT_SCREENSHOT"):
         shutil.copyfile(png, target)
 
     # (b) The document is no wider than the window, with every evidence block unfolded.
-    probe = tmp_path / "probe.html"
-    script = ("<script>for (const d of document.querySelectorAll('details')) d.open = true;\n"
-              "document.title = 'SW=' + document.documentElement.scrollWidth + "
-              "';CW=' + document.documentElement.clientWidth</script>")
-    probe.write_text(page.read_text("utf-8").replace("</body>", script + "\n</body>"),
-                     encoding="utf-8")
-    run = _run_chromium(exe, tmp_path / "profile-dom", "--dump-dom", probe.as_uri())
-    m = re.search(r"<title>SW=(\d+);CW=(\d+)</title>", run.stdout)
-    assert m, (run.stdout[:2000], run.stderr[-2000:])
-    scroll_width, client_width = int(m[1]), int(m[2])
+    scroll_width, client_width = widths(exe, tmp_path / "profile-dom", page)
     assert 900 <= client_width <= 1024
     assert scroll_width <= client_width, f"scrollWidth {scroll_width} > {client_width}"

@@ -34,12 +34,13 @@ def keyword_defaults(fn: Any) -> dict[str, Any]:
 # ``principal_key``, the one transport setting a user never gives). ``run`` takes it by
 # name, beside the ``HttpOptions`` it passes through.
 NOT_TRANSPORT = {"auth"}
-SET_BY_THE_SERVER = {"path", "principal_key"}
+SET_BY_THE_SERVER = {"path", "principal_key", "bus"}  # bus: from store=
 
 
 def test_asgi_app_options_are_the_http_config_fields_with_their_defaults() -> None:
     options = keyword_defaults(Server.asgi_app)
     assert options.pop("auth") is None
+    assert options.pop("store") is None  # resolved by the server into stores and a bus
     fields = {f.name: f for f in dataclasses.fields(HttpConfig)
               if f.name not in SET_BY_THE_SERVER}
     assert set(options) == set(fields)

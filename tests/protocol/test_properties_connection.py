@@ -88,7 +88,7 @@ CLIENT_METHODS = {  # the requests a client may send, per revision (the schemas)
     MODERN: frozenset({
         "server/discover", "resources/list", "resources/templates/list", "resources/read",
         "subscriptions/listen", "prompts/list", "prompts/get", "tools/list", "tools/call",
-        "completion/complete",
+        "completion/complete", "tasks/get", "tasks/update", "tasks/cancel",
     }),
 }
 CAPABILITY = {  # the server capability each request needs: (key, sub-key or None)
@@ -103,11 +103,17 @@ CAPABILITY = {  # the server capability each request needs: (key, sub-key or Non
     "tools/call": ("tools", None),
     "logging/setLevel": ("logging", None),
     "completion/complete": ("completions", None),
+    "tasks/get": ("tasks", None),  # a server with task tools declares tasks (all of it)
+    "tasks/result": ("tasks", None),
+    "tasks/list": ("tasks", None),
+    "tasks/cancel": ("tasks", None),
+    "tasks/update": ("tasks", None),
 }
 SERVER_CAPS = [
     {"tools": {}, "prompts": {}, "resources": {"subscribe": True}, "logging": {},
      "completions": {}},
     {"tools": {"listChanged": True}, "resources": {}},
+    {"tools": {}, "tasks": {"list": {}, "cancel": {}, "requests": {"tools": {"call": {}}}}},
     {},
 ]
 UNREAD = "<no id>"  # an error about an unreadable id, in a revision that omits the id

@@ -117,6 +117,7 @@ class WireChecker:
         self.checked = 0
         self._peer_requests: dict[Any, str] = {}  # ids the other side used -> method
         self._own_requests: dict[Any, str] = {}  # ids the checked side used -> method
+        self._augmented: set[Any] = set()  # peer request ids that carried params.task
 
     # Messages the *other* side sent: only learned from (and the revision).
     def saw_peer(self, msg: Any) -> None:
@@ -125,6 +126,9 @@ class WireChecker:
                 continue
             if "method" in m and "id" in m:
                 self._peer_requests[m["id"]] = m["method"]
+                params = m.get("params")
+                if isinstance(params, dict) and "task" in params:  # 2025-11-25 tasks
+                    self._augmented.add(m["id"])
             elif "result" in m and self._own_requests.get(m.get("id")) == "initialize":
                 version = m["result"].get("protocolVersion")
                 if isinstance(version, str):
@@ -159,6 +163,8 @@ class WireChecker:
             validate(rev, error_def(rev), msg)
         else:
             method = self._peer_requests.pop(msg.get("id"), None)
+            augmented = msg.get("id") in self._augmented
+            self._augmented.discard(msg.get("id"))
             if method == "initialize":
                 version = msg.get("result", {}).get("protocolVersion")
                 if isinstance(version, str):
@@ -166,6 +172,8 @@ class WireChecker:
             validate(rev, "JSONRPCResponse" if "JSONRPCResponse" in _defs(load(rev))[1]
                      else "JSONRPCResultResponse", msg)
             result_def = results.get(method) if method else None
+            if augmented and isinstance(msg.get("result"), dict) and "task" in msg["result"]:
+                result_def = "CreateTaskResult"  # the receiver ran it as a task
             if result_def:
                 validate(rev, result_def, msg["result"])
         self.checked += 1

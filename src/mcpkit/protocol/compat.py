@@ -44,6 +44,8 @@ def server_capabilities(caps: JSON, rev: Revision) -> JSON:
         drop.append("completions")
     if not rev.has("tool_execution"):
         drop.append("tasks")
+    if not rev.has("extensions"):
+        drop.append("extensions")
     return _without(caps, tuple(drop))
 
 

@@ -21,8 +21,17 @@ SERVER_CAPABILITY_FOR_REQUEST: Final[dict[str, str]] = {
     "tools/call": "tools",
     "logging/setLevel": "logging",
     "completion/complete": "completions",
+    "tasks/get": "tasks",
+    "tasks/result": "tasks",
+    "tasks/list": "tasks",
+    "tasks/cancel": "tasks",
+    "tasks/update": "tasks",
 }
-"""Client->server requests and the server capability each one needs."""
+"""Client->server requests and the server capability each one needs (the task methods:
+the 2025-11-25 ``tasks`` capability, which a server declares whenever it has a tool that
+runs as a task, always with ``list`` and ``cancel`` (empty objects, which the dotted
+form would read as absent); its 2026-07-28 form is the extension, see
+``protocol.tasks``)."""
 
 CLIENT_CAPABILITY_FOR_REQUEST: Final[dict[str, str]] = {
     "sampling/createMessage": "sampling",

@@ -113,6 +113,15 @@ class Requesting(ConnectionBase):
                                      method="notifications/cancelled", params=params))
         return True
 
+    def awaits(self, rid: object) -> bool:
+        """Whether our request ``rid`` is pending (an answer to it would be taken)."""
+        return isinstance(rid, int | str) and not isinstance(rid, bool) and rid in self._outbound
+
+    def number_requests_from(self, start: int) -> None:
+        """Number our next requests after ``start``: instances of one deployment that
+        share a session pick far-apart random starts, so an answer names one request."""
+        self._next_id = max(self._next_id, start)
+
     def abandon_request(self, rid: RequestId) -> str | None:
         """Forget our pending request ``rid`` whose answer can never arrive: the transport
         could not deliver it, or lost its answer (an HTTP POST that failed). Nothing is

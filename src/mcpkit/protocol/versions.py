@@ -66,6 +66,9 @@ _BASE_SERVER_NOTIFICATIONS = frozenset(
     }
 )
 _TASK_METHODS = frozenset({"tasks/get", "tasks/result", "tasks/list", "tasks/cancel"})
+# 2026-07-28: the io.modelcontextprotocol/tasks extension (SEP-2663). Listed in the table so
+# they reach the server, which answers -32021 unless the request declares the extension.
+_EXTENSION_TASK_METHODS = frozenset({"tasks/get", "tasks/update", "tasks/cancel"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +111,8 @@ Feature = Literal[
     "result_type",
     "caching",
     "mrtr",
+    "tasks_extension",
+    "extensions",
 ]
 """Every feature name ``Revision.has`` accepts (described in ``FEATURES``)."""
 
@@ -133,6 +138,9 @@ FEATURES: Final[dict[Feature, str]] = {
     "result_type": "every result carries resultType (complete | input_required)",
     "caching": "ttlMs and cacheScope on list/read/discover results",
     "mrtr": "server->client input travels as InputRequiredResult + retry",
+    "extensions": "capabilities.extensions (SEP-2133) in client and server capabilities",
+    "tasks_extension": "tasks as the io.modelcontextprotocol/tasks extension (flat "
+    "CreateTaskResult, ttlMs, tasks/update; no tasks/result, tasks/list)",
 }
 
 
@@ -163,7 +171,8 @@ _F_2511 = _F_2506 | _features(
 )
 _F_2607 = (
     _F_2511 - _features("resource_not_found_32002", "tool_execution", "elicitation_url")
-) | _features("result_type", "caching", "mrtr")
+) | _features("result_type", "caching", "mrtr", "tasks_extension",
+                                             "extensions")
 
 REVISIONS: Final[dict[str, Revision]] = {
     V2024_11_05: Revision(
@@ -224,7 +233,8 @@ REVISIONS: Final[dict[str, Revision]] = {
                 "tools/call",
                 "completion/complete",
             }
-        ),
+        )
+        | _EXTENSION_TASK_METHODS,
         server_requests=frozenset(),  # server->client requests are MRTR inputRequests
         client_notifications=frozenset({"notifications/cancelled"}),
         server_notifications=frozenset(
@@ -237,6 +247,7 @@ REVISIONS: Final[dict[str, Revision]] = {
                 "notifications/prompts/list_changed",
                 "notifications/resources/list_changed",
                 "notifications/resources/updated",
+                "notifications/tasks",
             }
         ),
         features=_F_2607,

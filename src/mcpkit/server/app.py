@@ -30,6 +30,7 @@ from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
 from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .task_runs import TaskManager
 from .tools import Tool
 from .watch import CallWatch
 
@@ -37,7 +38,9 @@ if TYPE_CHECKING:
     from ..auth.config import Auth
     from ..auth.middleware import BearerAuth
     from ..storage.events import EventStore
+    from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
+    from ..storage.tasks import TaskStore
     from ..transports.http_server import StreamableHTTPApp
 
 JSON = dict[str, Any]
@@ -63,6 +66,10 @@ class Server:
     ``AuditRecord`` after every ``tools/call`` (``AuditLog()`` writes JSON lines to a
     logger); ``audit_arguments``: put the call's arguments in the records (off: they
     may hold personal data or secrets). Invalid values are ``ValueError``s.
+
+    ``task_store``: where task records live (``MemoryTaskStore`` by default;
+    ``SQLiteTaskStore`` keeps finished results across restarts); ``max_tasks``: the tasks
+    one owner (principal, else session) may have running at once. See docs/tasks.md.
     """
 
     def __init__(
@@ -89,6 +96,8 @@ class Server:
         rate_limit_store: BucketStore | None = None,
         audit: AuditHook | None = None,
         audit_arguments: bool = False,
+        task_store: TaskStore | None = None,
+        max_tasks: int = 256,
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -114,7 +123,10 @@ class Server:
         self._registry = Registry(page_size=page_size, announce=self._peers.list_changed)
         self._seal = StateSeal(state_key)
         self._lifespan = SharedLifespan(lifespan, self)
-        self._methods = Methods(self, self._registry, self._peers, self._seal)
+        #: The tasks of this server (``task_runs.TaskManager``): tools registered with
+        #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
+        self.tasks = TaskManager(task_store, max_live=max_tasks)
+        self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
         if not isinstance(audit_arguments, bool):
@@ -124,6 +136,7 @@ class Server:
             raise ValueError("rate_limit_store must be a BucketStore (with a take(key, "
                              f"cost, rate, burst) method), got {rate_limit_store!r}")
         default = as_limit(rate_limit, "Server(rate_limit=...)")
+        self._own_buckets = rate_limit_store is None  # asgi_app(store=...) may share them
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
         self._watch = CallWatch(Limiter(default, store), audit, audit_arguments)
         if default is not None or audit is not None:
@@ -361,6 +374,7 @@ class Server:
         legacy_messages_path: str = "/messages",
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
+        store: str | RedisStores | None = None,
     ) -> StreamableHTTPApp | BearerAuth:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
 
@@ -404,6 +418,13 @@ class Server:
         - ``session_store``: session records a restarted server takes back (a
           ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
           (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
+        - ``store``: run as one of several instances sharing all their state, on Redis
+          (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
+          session records, SSE event logs, the ``requestState`` key, rate-limit buckets
+          (unless ``Server(rate_limit_store=...)`` was given), and delivery between
+          instances; ``event_store``/``session_store`` given too win over its own. Any
+          instance then serves any request of any session (docs/deployment.md). Redis
+          unreachable: 503 with ``Retry-After`` to the requests that need it.
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -418,35 +439,45 @@ class Server:
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
             legacy_messages_path=legacy_messages_path,
         )
+        lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
+        sharing = None
+        if store is not None:
+            from .sharing import Sharing, shared_stores
+
+            stores = shared_stores(store, session_idle_timeout)
+            event_store = stores.events if event_store is None else event_store
+            session_store = stores.sessions if session_store is None else session_store
+            config.bus = stores.bus
+            if self._own_buckets and self._watch.limiter is not None:
+                self._watch.limiter.store = stores.buckets
+            sharing = Sharing(stores, self._peers, lifespan)
+            lifespan = sharing.scope
         if event_store is not None:
             config.event_store = event_store
         if session_store is not None:
             config.session_store = session_store
             self._seal.share(session_store)
-        if auth is None:
-            return StreamableHTTPApp(
-                self.connection,
-                on_request=self._methods.on_request,
-                on_notification=self._methods.on_notification,
-                config=config,
-                on_session=self._peers.track,
-                lifespan=self.lifespan_scope,
-                param_headers=self._registry.param_headers,
-            )
-        from ..auth.middleware import AUTH_STATE_KEY
-        from .protection import ScopeGuard, closing_lifespan
+        guard = None
+        if auth is not None:
+            from ..auth.middleware import AUTH_STATE_KEY
+            from .protection import ScopeGuard, closing_lifespan
 
-        config.principal_key = AUTH_STATE_KEY
-        return auth.protect(StreamableHTTPApp(
+            config.principal_key = AUTH_STATE_KEY
+            lifespan = functools.partial(closing_lifespan, lifespan, auth)
+            guard = ScopeGuard(self._registry, auth)
+        app = StreamableHTTPApp(
             self.connection,
             on_request=self._methods.on_request,
             on_notification=self._methods.on_notification,
             config=config,
             on_session=self._peers.track,
-            lifespan=functools.partial(closing_lifespan, self.lifespan_scope, auth),
+            lifespan=lifespan,
             param_headers=self._registry.param_headers,
-            call_guard=ScopeGuard(self._registry, auth),
-        ))
+            call_guard=guard,
+        )
+        if sharing is not None and app.shared is not None:
+            sharing.reaches = app.shared.reaches
+        return app if auth is None else auth.protect(app)
 
     def run(
         self,

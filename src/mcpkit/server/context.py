@@ -16,8 +16,10 @@ served over HTTP with ``auth=``; None on stdio and on an unprotected endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
+
+import anyio
 
 from ..protocol.errors import (
     CapabilityNotSupported,
@@ -36,6 +38,7 @@ from .mrtr import InputRequired, check_answer
 if TYPE_CHECKING:
     from ..auth.access_token import AccessToken
     from .app import Server
+    from .task_runs import TaskRun
 
 T = TypeVar("T")
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
@@ -74,8 +77,8 @@ class Context:
     inputs, so a retry finds each answer under the same name.
     """
 
-    __slots__ = ("_answers", "_asked", "_session", "auth", "meta", "method", "request_id",
-                 "server", "stateless")
+    __slots__ = ("_answers", "_asked", "_session", "_starter", "auth", "meta", "method",
+                 "request_id", "server", "stateless", "task")
 
     def __init__(
         self,
@@ -97,6 +100,10 @@ class Context:
         self.stateless = stateless
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0
+        #: The task this request runs as (None: a plain request). Its handler's progress,
+        #: logs and requests to the client then go the task's way (``task_runs.py``).
+        self.task: TaskRun | None = None
+        self._starter: Callable[[Context], Awaitable[None]] | None = None
         #: The request's verified access token (subject, client id, scopes, claims): over
         #: HTTP with ``auth=``, the token this very request carried (in a session, each
         #: request's own; all of one subject). None on stdio or without ``auth=``.
@@ -166,7 +173,9 @@ class Context:
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
         """Send progress if the client asked for it; non-increasing values are dropped."""
-        if self.request_id is not None:
+        if self.task is not None:
+            self.task.progress(progress, total, message)
+        elif self.request_id is not None:
             self._session.progress(self.request_id, progress, total, message)
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
@@ -176,7 +185,10 @@ class Context:
 
         Never put secrets, credentials or personal data in ``data``.
         """
-        self._session.log(level, data, logger, self.request_id)
+        if self.task is not None:
+            self.task.log(level, data, logger)
+        else:
+            self._session.log(level, data, logger, self.request_id)
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
         await self.log("debug", data, logger)
@@ -189,6 +201,22 @@ class Context:
 
     async def error(self, data: Any, logger: str | None = None) -> None:
         await self.log("error", data, logger)
+
+    # ------------------------------------------------------------------ tasks
+
+    async def start_task(self) -> bool:
+        """Go on as a task from here (a tool registered with ``task_start="explicit"``):
+        the request is answered with the task, and the rest of the handler runs as it.
+        Input asked for before this point was asked the plain way (2026-07-28: by
+        ``input_required`` and a retry). False when this call does not run as a task (a
+        client that cannot take one, a tool that is not a task tool); True when it does
+        (also when it already did)."""
+        starter = self._starter
+        if starter is None:
+            return self.task is not None
+        self._starter = None
+        await starter(self)
+        return True
 
     # ------------------------------------------------------------------ server -> client
 
@@ -216,7 +244,10 @@ class Context:
     async def _ask(self, method: str, params: JSONObject | None, timeout: float | None,
                    key: str | None = None) -> JSONObject:
         """A server->client request: on the session (stateful), or an MRTR input request
-        (stateless: the handler is re-run when the client retries with the answer)."""
+        (stateless: the handler is re-run when the client retries with the answer), or
+        the task's input request when running as a task."""
+        if self.task is not None:
+            return await self.task.ask(method, params, timeout, key)
         if self.stateless is None:
             return await self._session.request(method, params, timeout=timeout,
                                                related=self.request_id)
@@ -240,8 +271,20 @@ class Context:
 
         In 2026-07-28 this is one ``InputRequiredResult`` listing every missing input (the
         handler runs again when the client retries with the answers); before, the
-        requests are sent to the client one after another.
+        requests are sent to the client one after another. As a task, they are asked
+        all at once (2026-07-28: all pending in ``inputRequests`` together).
         """
+        task = self.task
+        if task is not None:
+            results: dict[str, JSONObject] = {}
+
+            async def one(key: str, method: str, params: JSONObject | None) -> None:
+                results[key] = await task.ask(method, params, timeout, key)
+
+            async with anyio.create_task_group() as tg:
+                for key, (method, params) in requests.items():
+                    tg.start_soon(one, key, method, params)
+            return {key: results[key] for key in requests}
         if self.stateless is None:
             return {key: await self._session.request(method, params, timeout=timeout,
                                                      related=self.request_id)

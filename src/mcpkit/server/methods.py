@@ -21,6 +21,9 @@ from .mrtr import StateSeal
 from .peers import LISTEN_FLAGS, Peers
 from .registry import Completer, Registry
 from .resources import Resource, ResourceTemplate, check_uri
+from .task_calls import TaskCalls
+from .task_methods import TaskMethods
+from .task_runs import TaskManager
 from .tools import Tool
 from .watch import Call, CallWatch
 
@@ -35,7 +38,7 @@ class Methods:
     """Answers a session's requests and notifications from a server's registries."""
 
     def __init__(self, server: Server, registry: Registry, peers: Peers,
-                 seal: StateSeal) -> None:
+                 seal: StateSeal, tasks: TaskManager) -> None:
         self._server = server  # what each request's Context carries
         self._registry = registry
         self._peers = peers
@@ -54,6 +57,10 @@ class Methods:
             "completion/complete": self._complete,
             "subscriptions/listen": self._listen,
         }
+        self._task_calls = TaskCalls(tasks, seal)
+        self._tasks = TaskMethods(tasks)
+        self._table.update(self._tasks.table)
+        tasks.on_change = lambda run: peers.task_changed(run.task_id, self._tasks.notice(run))
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         """The session's request handler."""
@@ -103,6 +110,8 @@ class Methods:
         if invalid is not None:
             return self._refuse_arguments(session, event, invalid)
         ctx = self._context(session, event)
+        if tool.task is not None or "task" in event.params:  # task_calls.py decides
+            return self._task_calls.call(session, event, tool, arguments, ctx)
         return self._seal.run(event, ctx, tool.call(arguments, ctx))
 
     def watch_calls(self, watch: CallWatch) -> None:
@@ -139,6 +148,8 @@ class Methods:
             watch.invalid(call)
             return self._refuse_arguments(session, event, invalid)
         ctx = self._context(session, event)
+        if tool.task is not None or "task" in event.params:
+            return self._task_calls.call(session, event, tool, arguments, ctx)
         return self._seal.run(event, ctx, tool.call(arguments, ctx))
 
     async def _after_wait(self, session: Session, event: RequestReceived, tool: Tool,
@@ -220,6 +231,9 @@ class Methods:
         uris = wanted.get("resourceSubscriptions")
         if isinstance(uris, list) and uris:
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
+        ids = wanted.get("taskIds")
+        if isinstance(ids, list) and ids:  # the tasks extension's notifications/tasks
+            honoured["taskIds"] = self._tasks.watchable(session, event, ids)
         return self._peers.listen(session, event.id, honoured)
 
     # ------------------------------------------------------------------ prompts

@@ -19,6 +19,7 @@ sealed), else a random one made on first use.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +29,10 @@ from ..protocol.jsonrpc import JSONObject
 from ..protocol.stateless import open_state, seal_state
 from ..session import HandlerResult, Principal
 
+log = logging.getLogger("mcpkit.server")
+
 if TYPE_CHECKING:
-    from ..storage.sessions import SessionStore
+    from ..storage.sessions import SessionStore, SharedSecret
     from .context import Context
 
 class InputRequired(Exception):
@@ -70,14 +73,21 @@ class StateSeal:
     def __init__(self, key: bytes | None) -> None:
         self._key = key
         self._given = key is not None  # a key given by the user wins over a store's
+        self._store: SharedSecret | None = None  # whose secret to read when first needed
 
     @property
     def key(self) -> bytes:
-        """The HMAC key (a random one is made on first use when none was set)."""
+        """The HMAC key (a random one is made on first use when none was set). A shared
+        store that could not be read when the app was built is read now (its
+        ``StoreUnavailable`` propagates: a random key would not open other instances'
+        states)."""
         if self._key is None:
-            import secrets
+            if self._store is not None:
+                self._key = self._store.secret()
+            else:
+                import secrets
 
-            self._key = secrets.token_bytes(32)
+                self._key = secrets.token_bytes(32)
         return self._key
 
     @key.setter
@@ -87,10 +97,16 @@ class StateSeal:
     def share(self, store: SessionStore) -> None:
         """Seal with ``store``'s secret when it keeps one (a ``SharedSecret``) and no key
         was given: instances sharing the store then share the key."""
+        from ..storage.faults import StoreUnavailable
         from ..storage.sessions import SharedSecret
 
         if not self._given and isinstance(store, SharedSecret):
-            self._key = store.secret()
+            self._store = store
+            try:
+                self._key = store.secret()
+            except StoreUnavailable as exc:  # read when first needed: the app still starts
+                self._key = None
+                log.warning("the shared requestState key could not be read yet: %s", exc)
 
     def answers(self, event: RequestReceived, principal: Principal | None) -> dict[str, Any]:
         """The inputs a retried request brings: its opened ``requestState`` (forged,

@@ -7,6 +7,12 @@ its transport opens it until it ends, and gets every ``list_changed`` plus
 only the notifications its request asked for, each tagged with the stream's subscription
 id and related to that request (over HTTP it travels on the listen request's response).
 
+Several instances of one deployment (``asgi_app(store="redis://...")``, see ``sharing``):
+a change is *announced* to every instance, this one included, and each delivers it to what
+it holds: its listen streams, the sessions subscribed here to an updated resource, and
+for ``list_changed`` the sessions whose GET stream is open here (``reaches``), so a
+session held by several instances hears it once.
+
 What mcpkit keeps about a session is a ``Peer`` of typed slots, never the
 ``ctx.session_state`` dict its handlers get: a handler may write, overwrite or clear any
 key there without touching mcpkit's bookkeeping.
@@ -14,6 +20,7 @@ key there without touching mcpkit's bookkeeping.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Final
 
 import anyio
@@ -48,6 +55,12 @@ class Peers:
         self._live: dict[Session, Peer] = {}
         #: Open listen streams: (session, request id) -> what the server agreed to send.
         self.listening: dict[tuple[Session, RequestId], JSON] = {}
+        #: Shared deployments: ``announce(kind, value)`` sends a change ("list_changed" and
+        #: a method, or "resource_updated" and a URI) to every instance (False: it could
+        #: not, deliver here); ``reaches(session)``: whether this instance writes a
+        #: ``list_changed`` to that session.
+        self.announce: Callable[[str, str], bool] | None = None
+        self.reaches: Callable[[Session], bool] | None = None
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
@@ -85,17 +98,34 @@ class Peers:
 
     def list_changed(self, method: str) -> None:
         """Send ``method`` (a ``notifications/*/list_changed``) to the listen streams that
-        asked for it and to every live session."""
+        asked for it and to every live session (announced to every instance, when
+        shared)."""
+        if self.announce is not None and self.announce("list_changed", method):
+            return
+        self.heard_list_changed(method)
+
+    def heard_list_changed(self, method: str) -> None:
+        """Deliver a ``list_changed`` (announced, or made here) to what this instance
+        holds."""
         flag = LISTEN_FLAGS.get(method)
         for (session, rid), honoured in list(self.listening.items()):
             if flag is not None and honoured.get(flag):
                 session.notify(method, {"_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+        reaches = self.reaches
         for session in list(self._live):
-            session.notify(method)
+            if reaches is None or reaches(session):
+                session.notify(method)
 
     def resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
-        to it and the listen streams watching it."""
+        to it and the listen streams watching it (on every instance, when shared)."""
+        if self.announce is not None and self.announce("resource_updated", uri):
+            return
+        self.heard_resource_updated(uri)
+
+    def heard_resource_updated(self, uri: str) -> None:
+        """Deliver a resource update to the sessions subscribed here and this instance's
+        listen streams watching it."""
         for session, peer in list(self._live.items()):
             if uri in peer.subscriptions:
                 session.notify("notifications/resources/updated", {"uri": uri})
@@ -103,3 +133,11 @@ class Peers:
             if uri in honoured.get("resourceSubscriptions", ()):
                 session.notify("notifications/resources/updated",
                                {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+
+    def task_changed(self, task_id: str, params: JSON) -> None:
+        """Send ``notifications/tasks`` (the DetailedTask ``params``) to the listen streams
+        that asked for ``task_id`` (2026-07-28 tasks extension)."""
+        for (session, rid), honoured in list(self.listening.items()):
+            if task_id in honoured.get("taskIds", ()):
+                session.notify("notifications/tasks",
+                               {**params, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)

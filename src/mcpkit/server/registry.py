@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ..protocol.errors import InvalidParams
+from ..protocol.tasks import EXTENSION, core_capability
 from .handler import HandlerSpec
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
@@ -50,7 +51,9 @@ class Registry:
         self._page_size = page_size
         self._announce = announce
         self._tool_pages: dict[str | None, JSON] = {}  # cursor -> serialized tools/list page
-        self._caps: tuple[bool, JSON] | None = None  # (had completers, capabilities)
+        # ((had completers, had task tools), capabilities)
+        self._caps: tuple[tuple[bool, bool], JSON] | None = None
+        self._tasky: bool | None = None  # does any tool run as a task (None: not known)
         self._scoped: bool | None = None  # does anything declare scopes (None: not known)
 
     @property
@@ -70,6 +73,7 @@ class Registry:
             raise ValueError("kind must be 'tools', 'prompts' or 'resources'")
         if kind == "tools":
             self._tool_pages.clear()
+            self._tasky = None
         self._scoped = None
         self._announce(f"notifications/{kind}/list_changed")
 
@@ -82,6 +86,13 @@ class Registry:
                 self.tools, self.resources, self.templates, self.prompts)
                 for item in table.values())
         return self._scoped
+
+    @property
+    def tasky(self) -> bool:
+        """Whether any tool may run as a task (then the server declares tasks)."""
+        if self._tasky is None:
+            self._tasky = any(t.task is not None for t in self.tools.values())
+        return self._tasky
 
     # ------------------------------------------------------------------ adding, removing
 
@@ -164,17 +175,21 @@ class Registry:
     def capabilities(self) -> JSON:
         """The server capabilities these registries declare (one dict, shared while
         whether there are completions stays the same)."""
-        completions = bool(self.completers)
+        key = (bool(self.completers), self.tasky)
         cached = self._caps
-        if cached is not None and cached[0] == completions:
+        if cached is not None and cached[0] == key:
             return cached[1]
+        completions, tasky = key
         caps: JSON = {"logging": {}}
         if completions:
             caps["completions"] = {}
         caps["prompts"] = {"listChanged": True}
         caps["resources"] = {"subscribe": True, "listChanged": True}
         caps["tools"] = {"listChanged": True}
-        self._caps = (completions, caps)
+        if tasky:  # 2025-11-25 in-core tasks and the 2026-07-28 extension (compat keeps one)
+            caps["tasks"] = core_capability()
+            caps["extensions"] = {EXTENSION: {}}
+        self._caps = (key, caps)
         return caps
 
     def param_headers(self, name: str) -> dict[str, str]:

@@ -25,6 +25,7 @@ from .peers import Peers
 
 if TYPE_CHECKING:
     from ..storage.events import EventStore
+    from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
     from .app import Server
 
@@ -59,6 +60,7 @@ class HttpOptions(TypedDict, total=False):
     legacy_messages_path: str
     event_store: EventStore | None
     session_store: SessionStore | None
+    store: str | RedisStores | None
 
 
 class SharedLifespan:

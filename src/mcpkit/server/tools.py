@@ -23,6 +23,7 @@ from ..protocol.errors import (
     ToolError,
 )
 from ..protocol.scopes import check_scopes
+from ..protocol.tasks import TASK_SUPPORT, TaskSupport
 from .arg_errors import (
     Problem,
     at_instance_path,
@@ -61,12 +62,25 @@ class Tool:
         structured_output: bool | None = None,
         scopes: Iterable[str] = (),
         rate_limit: RateLimit | str | Inherit | None = INHERIT,
+        task: TaskSupport = "forbidden",
+        task_start: str = "call",
     ) -> None:
         """``scopes``: the OAuth scopes a call needs over a protected HTTP endpoint (see
         ``Server.add_tool``); ``ValueError`` for a name that is not a scope-token.
         ``rate_limit``: the tool's own limit per caller (a ``RateLimit`` or its string),
         None to exempt it, ``INHERIT`` (default) for the server's; ``ValueError`` for an
-        invalid one."""
+        invalid one. ``task``: whether a call may (``"optional"``) or must
+        (``"required"``) run as a task, or never does (``"forbidden"``, default);
+        ``task_start``: ``"call"`` (the task is created when the call arrives) or
+        ``"explicit"`` (the handler runs as a plain request, asking for input the plain
+        way, until it awaits ``ctx.start_task()``)."""
+        if task not in TASK_SUPPORT:
+            raise ValueError(f"task must be one of {', '.join(TASK_SUPPORT)}, got {task!r}")
+        if task_start not in ("call", "explicit"):
+            raise ValueError(f"task_start must be 'call' or 'explicit', got {task_start!r}")
+        #: How calls run as tasks; None when they never do (the plain call's fast path).
+        self.task: TaskSupport | None = None if task == "forbidden" else task
+        self.task_start = task_start
         self.fn = fn
         self.scopes = check_scopes(scopes)
         self.spec = HandlerSpec(fn)
@@ -119,6 +133,8 @@ class Tool:
             d["icons"] = self.icons
         if self.meta:
             d["_meta"] = self.meta
+        if self.task is not None:  # 2025-11-25 Tool.execution (compat drops it elsewhere)
+            d["execution"] = {"taskSupport": self.task}
         return d
 
     # ------------------------------------------------------------------ calling

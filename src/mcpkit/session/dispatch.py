@@ -91,34 +91,11 @@ class Session:
 
     # Slots keep an idle session small (HTTP servers hold thousands of them).
     __slots__ = (
-        "__weakref__",
-        "_asyncio_loop",
-        "_closed",
-        "_coros",
-        "_endless",
-        "_feeding",
-        "_handles",
-        "_handshake_done",
-        "_idle",
-        "_loop_thread",
-        "_loop_token",
-        "_new_task",
-        "_on_event",
-        "_on_notification",
-        "_on_request",
-        "_output",
-        "_started",
-        "_tasks",
-        "_tg",
-        "_waiters",
-        "conn",
-        "drain_timeout",
-        "handshake_cause",
-        "handshake_error",
-        "peer",
-        "principal",
-        "pump",
-        "state",
+        "__weakref__", "_asyncio_loop", "_closed", "_coros", "_endless", "_feeding",
+        "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
+        "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
+        "_tg", "_waiters", "conn", "drain_timeout", "handshake_cause", "handshake_error",
+        "key", "peer", "principal", "pump", "state",
     )
 
     def __init__(
@@ -164,6 +141,9 @@ class Session:
         #: client's address, set like ``principal``); None on stdio and in memory. Rate
         #: limits key unauthenticated callers by it.
         self.peer: str | None = None
+        #: The transport's name for the session when it outlives a connection (the
+        #: Streamable HTTP session id); None otherwise. Tasks are bound to it.
+        self.key: str | None = None
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)

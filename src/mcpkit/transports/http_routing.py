@@ -19,8 +19,10 @@ from typing import Any
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.stateless import PROTOCOL_VERSION
 
-NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}
-"""The parameter that ``Mcp-Name`` repeats, per method."""
+NAMED_BY = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
+            "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
+"""The parameter that ``Mcp-Name`` repeats, per method (the task methods of the
+io.modelcontextprotocol/tasks extension: ``taskId``, SEP-2663 "Routing Headers")."""
 
 
 def header_value(value: str) -> str:

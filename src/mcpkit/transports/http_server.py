@@ -45,14 +45,14 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.lifecycle import State
-from ..protocol.sse import encode_event
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
 from ..session import HandlerResult, NotificationHandler, Principal, Session
+from ..storage.bus import SessionBus
 from ..storage.events import EventStore, MemoryEventStore
+from ..storage.faults import StoreUnavailable
 from ..storage.sessions import MemorySessionStore, SessionStore
 from .asgi import (
-    SSE_HEADERS,
     OriginHostGuard,
     ReadDeadlines,
     Receive,
@@ -66,10 +66,11 @@ from .asgi import (
     require_asyncio,
     respond,
     respond_refused,
-    watch_disconnect,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_lifespan import LifespanHolder
+from .http_resume import resume, write_sse
+from .http_shared import SharedSessions
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
@@ -105,6 +106,7 @@ class HttpConfig:
     event_store: EventStore = field(default_factory=MemoryEventStore)
     session_store: SessionStore = field(default_factory=MemorySessionStore)
     principal_key: str | None = None  # scope["state"] key of the request's principal
+    bus: SessionBus | None = None  # to the other instances sharing session_store (http_shared)
 
 
 # ------------------------------------------------------------------------------ the app
@@ -147,6 +149,8 @@ class StreamableHTTPApp:
                                      cfg.trusted_proxies)
         self.body_deadlines = ReadDeadlines(cfg.body_timeout)
         self._housekeeper: asyncio.Task[None] | None = None
+        self.shared = None if cfg.bus is None else SharedSessions(
+            cfg.session_store, cfg.event_store, cfg.bus)
         self.legacy: Any = None
         if cfg.legacy_sse:
             from .legacy_sse import LegacySSE
@@ -204,6 +208,9 @@ class StreamableHTTPApp:
                               headers=[(b"allow", b"GET, POST, DELETE")])
         except Refused as exc:
             await respond_refused(send, exc)
+        except StoreUnavailable as exc:  # a shared store is down: retry, never a hang
+            await respond_refused(send, Refused(503, str(exc), headers=[
+                (b"retry-after", str(exc.retry_after).encode())]))
 
     def _start_housekeeping(self) -> None:
         require_asyncio()
@@ -264,6 +271,10 @@ class StreamableHTTPApp:
             session = None
         elif session is None and len(sid) <= 100:
             session = await self._restore(sid, owner)
+        if session is not None and self.shared is not None and not (
+                await self.shared.alive(session)):
+            self._end(sid, forget=False)  # ended (or expired) on another instance
+            session = None
         if session is None:
             raise Refused(404, "Session not found: it expired or was ended; start a new one "
                                "with 'initialize' (without Mcp-Session-Id).",
@@ -287,9 +298,15 @@ class StreamableHTTPApp:
         session = HttpSession(conn, sid, self.config.event_store, on_request=self.on_request,
                               on_notification=self.on_notification, owner=owner)
         session.saved = session.record()
+        if self.shared is not None:
+            await self.shared.adopt(session, self._ended_elsewhere)
         self.sessions[sid] = session
         self.session_opened(session)
         return session
+
+    def _ended_elsewhere(self, sid: str) -> None:
+        """Another instance deleted the session: drop this instance's copy."""
+        self._end(sid, forget=False)
 
     async def _persist(self, session: HttpSession) -> None:
         """Save the session's handshake state when it changed (initialized, log level)."""
@@ -312,12 +329,16 @@ class StreamableHTTPApp:
             raise Refused(400, f"Bad request: unsupported MCP-Protocol-Version {version!r}; "
                                f"this session uses {negotiated or DEFAULT_HTTP_VERSION}.")
 
-    def _end(self, sid: str) -> None:
+    def _end(self, sid: str, forget: bool = True) -> None:
+        """Close the session here; ``forget``: also remove what the stores keep of it."""
         session = self.sessions.pop(sid, None)
         if session is not None:
+            if self.shared is not None:
+                self.shared.leave(session)
             session.close()
             self.session_ended(session)
-            forget_stored(sid, self.config.event_store, self.config.session_store)
+            if forget:
+                forget_stored(sid, self.config.event_store, self.config.session_store)
 
     def _expire_idle(self, now: float, limit: int | None = None) -> int:
         """End sessions idle past the timeout, least recently seen first, stopping at the
@@ -332,7 +353,7 @@ class StreamableHTTPApp:
             if session.streams or session.session.in_flight:
                 self._touch(session)
                 continue
-            self._end(sid)
+            self._end(sid, forget=self.shared is None)  # shared: the store's TTL decides
             ended += 1
             if limit is not None and ended >= limit:
                 break
@@ -381,6 +402,11 @@ class StreamableHTTPApp:
         request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
                        and "id" in m and is_valid_id(m["id"])]
         if not request_ids:
+            if self.shared is not None:  # answers awaited by another instance go there
+                obj = await self.shared.forward_answers(session, obj)
+                if obj is None:
+                    await respond(send, 202)
+                    return
             direct = session.feed(obj, principal, peer)
             await self._persist(session)
             if direct:
@@ -429,6 +455,8 @@ class StreamableHTTPApp:
                               on_notification=self.on_notification,
                               owner=identity_of(principal))
         rid = obj.get("id") if isinstance(obj, dict) else None
+        if self.shared is not None and is_valid_id(rid):
+            await self.shared.adopt(session, self._ended_elsewhere)
         if not is_valid_id(rid):
             direct = session.feed(obj, principal, peer)
             await respond(send, 400, direct[0] if direct else error_body(
@@ -440,8 +468,17 @@ class StreamableHTTPApp:
         session.feed(obj, principal, peer)
         data, _final = await stream.first()
         if session.conn.revision is None:  # initialize was refused (bad params)
+            if self.shared is not None:
+                self.shared.leave(session)
             await respond(send, 200, data)
             return
+        if self.shared is not None:
+            try:  # stored before another instance can be asked for it
+                await self._persist(session)
+            except StoreUnavailable:
+                self.shared.leave(session)
+                session.close()
+                raise
         self.sessions[sid] = session
         self.session_opened(session)
         await self._persist(session)
@@ -463,48 +500,7 @@ class StreamableHTTPApp:
         listener = Listener()
         stream.listener = listener
         stream.start_sse()
-        await self._sse(stream, listener, send, receive, skip_through=None)
-
-    async def _sse(self, stream: ResponseStream, listener: Listener, send: Send, receive: Receive,
-                   skip_through: int | None,
-                   replay: list[tuple[str, bytes]] | None = None) -> None:
-        retry = self.config.retry_ms
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        first = True
-
-        def went() -> None:
-            listener.gone = True
-            listener.wakeup.set()
-
-        watcher = watch_disconnect(receive, went)
-        try:
-            for event_id, data in replay or ():
-                if data:
-                    await send({"type": "http.response.body", "body": encode_event(
-                        data, event_id), "more_body": True})
-            done = stream.done and stream.finished.is_set() and not listener.items
-            while not done and not listener.gone:
-                items = await listener.take() if not listener.gone else []
-                if listener.gone:
-                    break
-                for event_id, data, final in items:
-                    seq = int(event_id.rpartition("_")[2])
-                    if skip_through is not None and seq <= skip_through:
-                        continue
-                    chunk = encode_event(data, event_id, retry if first else None)
-                    first = False
-                    await send({"type": "http.response.body", "body": chunk,
-                                "more_body": True})
-                    if final:
-                        done = True
-            if not listener.gone:
-                await send({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass  # the client went away; the stream keeps storing for resumption
-        finally:
-            if stream.listener is listener:
-                stream.listener = None
-            watcher.cancel()
+        await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
 
     # ------------------------------------------------------------------ GET / DELETE
 
@@ -519,54 +515,18 @@ class StreamableHTTPApp:
         self._check_version(headers, session)
         last = headers.get("last-event-id")
         if last is not None:
-            await self._resume(session, last.strip(), send, receive)
+            await resume(session, last.strip(), send, receive, self.config.retry_ms,
+                         self.config.session_idle_timeout)
             return
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
         listener = Listener()
-        stream = ResponseStream(session, session.new_stream_id(), standalone=True)
+        stream = ResponseStream(session, session.new_stream_id(True), standalone=True)
         session.open_standalone(stream, listener)
         try:
-            await self._sse(stream, listener, send, receive, skip_through=None)
+            await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
         finally:
             session.release_standalone(stream)
-
-    async def _resume(self, session: HttpSession, last: str, send: Send,
-                      receive: Receive) -> None:
-        store = self.config.event_store
-        if await store.replay(session.session_id, last) is None:  # before touching a stream
-            raise Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
-                               "open a new stream without it.")
-        stream_id = last.rpartition("_")[0]
-        live = session.resumable.get(stream_id)
-        reopen = False
-        standalone = session.last_standalone
-        if live is None and standalone is not None and standalone.id == stream_id:
-            live = standalone
-            reopen = session.standalone is None  # its connection broke: resuming reopens it
-        listener = Listener()
-        if live is not None:
-            # Attach first: nothing stored from now on is missed. A connection still attached
-            # broke unnoticed so far (a quick reconnect): this one takes over.
-            old, live.listener = live.listener, listener
-            if old is not None:
-                old.leave()
-            if reopen:
-                session.open_standalone(live, listener)
-        replay = await store.replay(session.session_id, last)
-        _, events = replay or (stream_id, [])  # (None: the session ended meanwhile)
-        if live is None or live.listener is not listener:
-            live = ResponseStream(session, stream_id)  # finished (or taken): replay only
-            live.done = True
-            live.finished.set()
-        last_seq = int(events[-1][0].rpartition("_")[2]) if events else int(
-            last.rpartition("_")[2])
-        try:
-            await self._sse(live, listener, send, receive, skip_through=last_seq,
-                            replay=events)
-        finally:
-            if live.standalone:
-                session.release_standalone(live)
 
     async def _delete(self, headers: dict[str, str], send: Send,
                       principal: Principal | None) -> None:
@@ -574,6 +534,8 @@ class StreamableHTTPApp:
             raise Refused(405, "Method not allowed: sessions end when they expire.",
                            headers=[(b"allow", b"GET, POST")])
         session = await self._session(headers, principal)
-        self._end(session.session_id)
+        if self.shared is not None:
+            await self.shared.delete(session.session_id)  # seen by every instance
+        self._end(session.session_id, forget=self.shared is None)
         await respond(send, 200)
 

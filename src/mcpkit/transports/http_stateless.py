@@ -32,6 +32,7 @@ from ..protocol.jsonrpc import is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
 from ..session import Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, watch_disconnect
+from .http_routing import NAMED_BY
 from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -123,8 +124,7 @@ def header_mismatch(obj: dict[str, Any], params: dict[str, Any],
         return "the Mcp-Method header is missing"
     if got != method:
         return f"Mcp-Method {got[:60]!r} differs from the body's {str(method)[:60]!r}"
-    name_key = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri"}.get(
-        str(method))
+    name_key = NAMED_BY.get(str(method))
     if name_key is not None:
         got = headers.get("mcp-name")
         if got is None:

@@ -26,7 +26,9 @@ from ..protocol.connection import Connection, Outgoing
 from ..protocol.jsonrpc import RequestId
 from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
+from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
+from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
 
@@ -34,17 +36,22 @@ log = logging.getLogger("mcpkit.http")
 
 MAX_BACKLOG = 1000
 """Server-initiated messages kept for a session without a GET stream (older are dropped)."""
+STORE_OUTAGE = 60.0
+"""Seconds an SSE stream waits for an unreachable event store before it ends."""
+STORE_RETRY = 0.5
+"""Seconds between attempts to store an event while the store is unreachable."""
 
 
 class Listener:
     """The live HTTP connection consuming one stream's events."""
 
-    __slots__ = ("gone", "items", "wakeup")
+    __slots__ = ("ended", "gone", "items", "wakeup")
 
     def __init__(self) -> None:
         self.items: list[tuple[str, bytes, bool]] = []
         self.wakeup = asyncio.Event()
         self.gone = False
+        self.ended = False
 
     def put(self, event_id: str, data: bytes, final: bool) -> None:
         self.items.append((event_id, data, final))
@@ -55,8 +62,13 @@ class Listener:
         self.gone = True
         self.wakeup.set()
 
+    def end(self) -> None:
+        """Nothing more will come (the stream failed): finish the response."""
+        self.ended = True
+        self.wakeup.set()
+
     async def take(self) -> list[tuple[str, bytes, bool]]:
-        while not self.items and not self.gone:
+        while not self.items and not self.gone and not self.ended:
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         items, self.items = self.items, []
@@ -173,7 +185,7 @@ class ResponseStream:
                     self.wakeup = asyncio.Event()
                 batch, self.queue = self.queue, []
                 for data, final in batch:
-                    event_id = await store.append(sid, self.id, data)
+                    event_id = await _stored(store, sid, self.id, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -182,10 +194,25 @@ class ResponseStream:
         except Exception:
             log.exception("SSE stream %s of session %s failed", self.id, sid)
             self.finished.set()
+            if self.listener is not None:
+                self.listener.end()  # the response ends; the client may resume
         finally:
             self._pump = False
             if self.finished.is_set():
                 self.session.resumable.pop(self.id, None)
+
+
+async def _stored(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
+    """``store.append``, retried while a shared store is unreachable (for at most
+    ``STORE_OUTAGE`` seconds): events wait in order and nothing is lost meanwhile."""
+    deadline = time.monotonic() + STORE_OUTAGE
+    while True:
+        try:
+            return await store.append(sid, stream_id, data)
+        except StoreUnavailable:
+            if time.monotonic() > deadline:
+                raise
+            await asyncio.sleep(STORE_RETRY)
 
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
@@ -206,9 +233,25 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
 class HttpSession:
     """One MCP session over HTTP: a ``Session`` whose output is routed to response streams."""
 
-    __slots__ = ("__weakref__", "_seq", "backlog", "direct", "last_seen",
-                 "last_standalone", "owner", "resumable", "saved", "session", "session_id",
-                 "standalone", "store", "streams")
+    __slots__ = (
+        "__weakref__",
+        "_seq",
+        "backlog",
+        "bus",
+        "direct",
+        "last_seen",
+        "last_standalone",
+        "outbox",
+        "owner",
+        "resumable",
+        "saved",
+        "session",
+        "session_id",
+        "standalone",
+        "store",
+        "stream_prefix",
+        "streams",
+    )
 
     def __init__(
         self,
@@ -227,6 +270,7 @@ class HttpSession:
         self.owner = owner
         self.session.attach()  # handlers run as tasks of the running (asyncio) loop
         self.session_id = session_id
+        self.session.key = session_id or None
         self.store = store
         self.streams: dict[RequestId, ResponseStream] = {}
         #: The request streams answered as SSE, by stream id, until their final event is
@@ -240,6 +284,11 @@ class HttpSession:
         self.last_seen = time.monotonic()
         self.saved: dict[str, Any] | None = None  # the handshake state last stored
         self._seq = 0
+        #: Shared with other instances (``http_shared``): the bus to them, and this
+        #: instance's prefix of stream ids.
+        self.bus: SessionBus | None = None
+        self.stream_prefix = ""
+        self.outbox: list[bytes] = []  # for the bus, in order
 
     @property
     def conn(self) -> Connection:
@@ -250,9 +299,21 @@ class HttpSession:
         owner."""
         return {**self.conn.snapshot(), "owner": self.owner}
 
-    def new_stream_id(self) -> str:
+    @property
+    def shared(self) -> bool:
+        """Whether other instances may hold this session too."""
+        return self.bus is not None
+
+    def new_stream_id(self, standalone: bool = False) -> str:
+        """``s<n>`` (``<token>-s<n>``, or ``-g<n>`` for a GET stream, when shared)."""
         self._seq += 1
-        return f"s{self._seq}"
+        if self.bus is None:
+            return f"s{self._seq}"
+        return f"{self.stream_prefix}{'g' if standalone else 's'}{self._seq}"
+
+    def is_standalone_id(self, stream_id: str) -> bool:
+        """Whether a (shared) stream id names a GET stream."""
+        return stream_id.rpartition("-")[2][:1] == "g"
 
     def wake(self, now: bool) -> None:
         """``Output``: route every queued message to its stream, at once."""
@@ -273,8 +334,22 @@ class HttpSession:
         standalone = self.standalone
         if standalone is not None:
             standalone.push(out.data, False)
+        elif self.bus is not None:  # the GET stream may be open on another instance
+            self.outbox.append(NOTIFY + out.data)
+            if len(self.outbox) == 1:
+                self.session.spawn(self._publish)
         elif len(self.backlog) < MAX_BACKLOG:
             self.backlog.append(out.data)
+
+    async def _publish(self) -> None:
+        """Publish the outbox on the bus, in order (one publisher at a time)."""
+        while self.outbox and self.bus is not None:
+            try:
+                await self.bus.publish(self.session_id, self.outbox[0])
+            except Exception as exc:  # the store is down: this message is lost
+                log.warning("session %s: a message for the GET stream was dropped: %s",
+                            self.session_id, exc)
+            del self.outbox[0]
 
     def feed(self, obj: Any, principal: Principal | None = None,
              peer: str | None = None) -> list[bytes]:

@@ -1,0 +1,116 @@
+"""One instance of a deployment sharing its state on Redis (``asgi_app(store=...)``).
+
+``shared_stores`` turns ``store=`` into the Redis stores. ``Sharing`` is the app's
+lifespan around the server's own: while it runs, ``list_changed`` and
+``resources/updated`` made on this instance are announced to every instance on the bus's
+deployment channel (this one included) and what is heard there is delivered to the
+sessions and listen streams this instance holds (``Peers``); at its end the stores'
+connections are closed. The announcement is published in the background: if Redis
+cannot be reached it is logged and lost (each instance's own sessions then miss it).
+A notification made outside the app's event loop, or before the deployment channel is
+listened to, is delivered here only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from ..storage.bus import DEPLOYMENT, LIST_CHANGED, UPDATED
+from ..storage.faults import StoreUnavailable
+from .peers import Peers
+
+if TYPE_CHECKING:
+    from ..session import Session
+    from ..storage.redis_stores import RedisStores
+
+log = logging.getLogger("mcpkit.server")
+
+LISTEN_RETRY = 1.0
+"""Seconds between attempts to listen to the deployment channel while Redis is away."""
+
+
+def shared_stores(store: str | RedisStores, ttl: float) -> RedisStores:
+    """The stores ``asgi_app(store=...)`` names: a ``redis://`` URL (records and event
+    logs expiring ``ttl`` seconds after their last use) or ``RedisStores`` as given."""
+    if isinstance(store, str):
+        from ..storage.redis_stores import RedisStores
+
+        return RedisStores.from_url(store, ttl=ttl)
+    return store
+
+
+class Sharing:
+    """Deployment-wide notifications and the stores' lifetime (module docstring)."""
+
+    def __init__(self, stores: RedisStores, peers: Peers,
+                 lifespan: Callable[[], AbstractAsyncContextManager[Any]]) -> None:
+        self.stores = stores
+        self.peers = peers
+        self.lifespan = lifespan
+        #: Set once the app is built: whether a list_changed for a session is written here.
+        self.reaches: Callable[[Session], bool] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._listening = False  # the deployment channel is listened to (else: local)
+
+    @asynccontextmanager
+    async def scope(self) -> AsyncIterator[Any]:
+        """The app's lifespan: the server's, with announcements on while it runs."""
+        self._loop = asyncio.get_running_loop()
+        self._spawn(self._listen())
+        self.peers.announce, self.peers.reaches = self.announce, self.reaches
+        try:
+            async with self.lifespan() as state:
+                yield state
+        finally:
+            self.peers.announce = self.peers.reaches = None
+            for task in list(self._tasks):
+                task.cancel()
+            await self.stores.aclose()
+
+    def announce(self, kind: str, value: str) -> bool:
+        """Publish a change (``Peers.announce``) to every instance, in the background;
+        False when not on the app's loop or not listening yet (then the caller delivers
+        it here)."""
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            return False
+        if running is not self._loop or not self._listening:
+            return False
+        prefix = LIST_CHANGED if kind == "list_changed" else UPDATED
+        self._spawn(self._publish(prefix + value.encode()))
+        return True
+
+    def heard(self, message: bytes) -> None:
+        kind, value = message[:1], message[1:].decode(errors="replace")
+        if kind == LIST_CHANGED:
+            self.peers.heard_list_changed(value)
+        elif kind == UPDATED:
+            self.peers.heard_resource_updated(value)
+
+    def _spawn(self, coro: Any) -> None:
+        assert self._loop is not None
+        task = self._loop.create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _publish(self, message: bytes) -> None:
+        try:
+            await self.stores.bus.publish(DEPLOYMENT, message)
+        except StoreUnavailable as exc:
+            log.warning("a change could not be announced to the other instances: %s", exc)
+
+    async def _listen(self) -> None:
+        """Listen to the deployment channel, retrying while Redis cannot be reached."""
+        while True:
+            with contextlib.suppress(StoreUnavailable):
+                await self.stores.bus.listen(DEPLOYMENT, self.heard)
+                self._listening = True
+                return
+            await asyncio.sleep(LISTEN_RETRY)

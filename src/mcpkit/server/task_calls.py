@@ -1,0 +1,240 @@
+"""``tools/call`` of a task tool: whether it runs as a task, and running it as one.
+
+Only calls of tools registered with ``task="optional"|"required"`` (and, in 2025-11-25,
+calls that carry ``task`` for another tool, to refuse them) come here; every other call
+stays on the plain path untouched.
+
+* 2025-11-25 (R25-11.TASKS.3/4): the client asks with ``params.task {ttl?}``. Asked for a
+  ``forbidden`` tool: -32601; not asked for a ``required`` one: -32601; asked for an
+  allowed one: the answer is ``CreateTaskResult {task}`` at once. Earlier revisions know no
+  tasks: the call runs plainly.
+* 2026-07-28 (SEP-2663): the server decides. A request that declares the extension in its
+  ``clientCapabilities`` gets ``resultType: "task"``; one that does not runs plainly,
+  except for a ``required`` tool: -32021 naming the extension.
+
+A task is bound to its owner: the principal's identity when the request was
+authenticated, and on a stateful session that session too (``owner_of``). The handler
+runs apart from the request, with the same ``Context`` (its ``task`` set); what it returns
+or raises ends the task: a result (tool errors included), or a JSON-RPC error.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import weakref
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
+
+from ..protocol.connection import RequestReceived
+from ..protocol.errors import InternalError, MethodNotFound, MissingClientCapability, ProtocolError
+from ..protocol.jsonrpc import JSONObject
+from ..protocol.tasks import (
+    CORE,
+    EXT,
+    WireForm,
+    create_result,
+    declares_extension,
+    extension_required,
+    requested_ttl,
+)
+from ..session import HandlerResult, Session
+from .context import Context
+from .task_runs import TaskManager, TaskRun
+from .tools import Tool, error_result
+
+if TYPE_CHECKING:
+    from .mrtr import StateSeal
+
+log = logging.getLogger("mcpkit.server.tasks")
+_session_keys: weakref.WeakKeyDictionary[Session, str] = weakref.WeakKeyDictionary()
+
+
+def owner_of(session: Session, stateless: bool) -> str:
+    """Who may see a task this request creates: the principal's identity (if any) and,
+    on a stateful session, the session (its HTTP session id, else a random key kept for
+    the session's life). A stateless request without a principal: anyone holding the
+    unguessable id (R25-11.TASKS.15)."""
+    principal = session.principal
+    who = "" if principal is None else principal.identity
+    if stateless:
+        return f"{who}\n"
+    where = session.key
+    if where is None:
+        where = _session_keys.get(session)
+        if where is None:
+            import secrets
+
+            where = _session_keys[session] = secrets.token_urlsafe(16)
+    return f"{who}\n{where}"
+
+
+class TaskCalls:
+    """Runs task tools' calls (see the module docstring)."""
+
+    def __init__(self, manager: TaskManager, seal: StateSeal) -> None:
+        self.manager = manager
+        self._seal = seal
+
+    def call(self, session: Session, event: RequestReceived, tool: Tool, arguments: JSONObject,
+             ctx: Context) -> HandlerResult:
+        """The answer to ``tools/call`` of ``tool`` (arguments already valid)."""
+        meta = event.meta
+        if meta is None:
+            rev = session.conn.revision
+            if rev is None or not rev.has("tool_execution"):
+                return self._plain(event, tool, arguments, ctx)
+            wanted, ttl = requested_ttl(event.params)
+            if tool.task is None and wanted:
+                raise MethodNotFound(f"Method not found: tool '{tool.name}' does not run as a "
+                                     "task (its execution.taskSupport is forbidden); call it "
+                                     "without 'task'.")
+            if not wanted:
+                if tool.task == "required":
+                    raise MethodNotFound(f"Method not found: tool '{tool.name}' runs only as "
+                                         "a task (execution.taskSupport: required); call it "
+                                         "with 'task': {} in params.")
+                return self._plain(event, tool, arguments, ctx)
+            return self._as_task(session, event, tool, arguments, ctx, CORE, ttl)
+        if tool.task is None:
+            return self._plain(event, tool, arguments, ctx)
+        if not declares_extension(meta.client_capabilities):
+            if tool.task == "required":
+                raise MissingClientCapability(
+                    f"Missing required client capability: tool '{tool.name}' runs only as a "
+                    "task; declare the io.modelcontextprotocol/tasks extension in _meta "
+                    "clientCapabilities.extensions and retry.", extension_required())
+            return self._plain(event, tool, arguments, ctx)
+        return self._as_task(session, event, tool, arguments, ctx, EXT, None)
+
+    def _plain(self, event: RequestReceived, tool: Tool, arguments: JSONObject,
+               ctx: Context) -> HandlerResult:
+        return self._seal.run(event, ctx, tool.call(arguments, ctx))
+
+    def _as_task(self, session: Session, event: RequestReceived, tool: Tool,
+                 arguments: JSONObject, ctx: Context, form: WireForm,
+                 ttl: int | None) -> HandlerResult:
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:  # trio: a task's handler outlives its request on asyncio only
+            raise InternalError("Internal error: this server runs tasks only on the asyncio "
+                                "event loop; call the tool without a task.") from None
+        owner = owner_of(session, event.meta is not None)
+        if self.manager.full(owner):
+            return error_result(
+                f"Too many tasks are running for this caller (the limit is "
+                f"{self.manager.max_live}); wait for some to finish or cancel them with "
+                "tasks/cancel, then call again.")
+        token = ctx.progress_token if form is CORE else None
+        if tool.task_start == "explicit":
+            return self._seal.run(event, ctx, self._explicit(session, tool, arguments, ctx,
+                                                             form, owner, token))
+        run = self.manager.create_now(owner, form, "tools/call", ttl,
+                                      _notified(session, form), token)
+        if run is not None:  # answered inline: no task of its own for the request
+            return self._begin(run, tool, arguments, ctx)
+        return self._eager(session, tool, arguments, ctx, form, owner, ttl, token)
+
+    async def _eager(self, session: Session, tool: Tool, arguments: JSONObject, ctx: Context,
+                     form: WireForm, owner: str, ttl: int | None,
+                     token: str | int | None) -> JSONObject:
+        run = await self.manager.create(owner, form, "tools/call", ttl, _notified(session,
+                                                                                  form), token)
+        return self._begin(run, tool, arguments, ctx)
+
+    def _begin(self, run: TaskRun, tool: Tool, arguments: JSONObject, ctx: Context
+               ) -> JSONObject:
+        """Start ``run``'s handler; the ``CreateTaskResult`` that answers the call."""
+        ctx.task = run
+        self.manager.start(run, self._run(run, tool.call(arguments, ctx)))
+        return create_result(self.manager.view(run.record, run.form), run.form)
+
+    async def _explicit(self, session: Session, tool: Tool, arguments: JSONObject,
+                        ctx: Context, form: WireForm, owner: str,
+                        token: str | int | None) -> JSONObject:
+        """Run the handler apart from the request at once; the request is answered by
+        whatever comes first: ``ctx.start_task()`` (the task), or the handler's own end
+        (its result, error, or MRTR input request) if it never starts one."""
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[JSONObject] = loop.create_future()
+
+        async def start(ctx: Context) -> None:
+            run = await self.manager.create(owner, form, "tools/call", None,
+                                            _notified(session, form), token)
+            ctx.task = run
+            self.manager.adopt(run, handle)
+            if not answer.done():
+                answer.set_result(create_result(self.manager.view(run.record, form), form))
+
+        ctx._starter = start
+
+        async def body() -> None:
+            try:
+                work = tool.call(arguments, ctx)
+                result = work if isinstance(work, dict) else await work
+            except BaseException as exc:
+                run = ctx.task
+                if run is None:
+                    if not answer.done():
+                        answer.set_exception(exc)
+                    if not isinstance(exc, Exception):
+                        raise
+                    return
+                await self._end(run, None, exc)
+                if not isinstance(exc, Exception):
+                    raise
+                return
+            run = ctx.task
+            if run is None:
+                if not answer.done():
+                    answer.set_result(result)
+                return
+            await self._end(run, result, None)
+
+        handle = loop.create_task(body())
+        try:
+            return await asyncio.shield(answer)
+        except asyncio.CancelledError:
+            if ctx.task is None:
+                handle.cancel()  # the request went away before any task existed
+            raise
+
+    async def _run(self, run: TaskRun, work: JSONObject | Coroutine[Any, Any, JSONObject]
+                   ) -> None:
+        """The task's handler, and the status it ends in."""
+        try:
+            result = work if isinstance(work, dict) else await work
+        except BaseException as exc:
+            await self._end(run, None, exc)
+            if not isinstance(exc, Exception):
+                raise
+            return
+        await self._end(run, result, None)
+
+    async def _end(self, run: TaskRun, result: JSONObject | None,
+                   exc: BaseException | None) -> None:
+        manager = self.manager
+        try:
+            if exc is None:
+                assert result is not None
+                await manager.complete(run, result)
+            elif isinstance(exc, ProtocolError):
+                await manager.fail(run, exc)
+            elif isinstance(exc, asyncio.CancelledError):
+                # tasks/cancel (already cancelled), expiry, or the server shutting down
+                await manager.move(run, "failed", message="The server stopped this task "
+                                   "before it finished.", error=InternalError(
+                                       "Internal error: the task was stopped before it "
+                                       "finished; start the request again.").to_error())
+            else:
+                log.error("task %s failed", run.task_id, exc_info=exc)
+                await manager.fail(run, InternalError(
+                    "Internal error while running the task; the server logged the details."))
+        finally:
+            manager.forget_finished(run)
+
+
+def _notified(session: Session, form: WireForm) -> Session | None:
+    """Where a task's status, progress and logs go: its session (2025-11-25); nowhere
+    for the extension (SEP-2663: no progress or logs for tasks)."""
+    return None if form.extension else session

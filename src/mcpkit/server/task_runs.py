@@ -1,0 +1,421 @@
+"""Live tasks: the state machine, the running handler, and how a task talks to the client.
+
+``TaskManager`` creates tasks (unguessable ids, bound to their owner, a limit of live
+tasks per owner, the ttl the server grants), moves them between statuses only along the
+allowed edges (R25-11.TASKS.6: a terminal status never changes; a cancel that races the
+handler's completion is decided by whichever ``move`` comes first), writes every change
+to the ``TaskStore`` before anyone can observe it, sends ``notifications/tasks/status``
+(2025-11-25), and frees everything once a task expires.
+
+``TaskRun`` is what a task's handler sees through its ``Context``: ``ask`` turns
+``ctx.elicit``/``ctx.sample``/``ctx.list_roots`` into ``input_required`` — in 2025-11-25
+the request then rides the stream of the client's ``tasks/result`` (R25-11.TASKS.9), in
+2026-07-28 it waits in ``inputRequests`` for ``tasks/update``; ``progress`` and ``log``
+keep the original progress token and carry the related-task ``_meta`` (2025-11-25; the
+extension has neither for tasks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Coroutine
+from typing import Any, Literal
+
+import anyio
+
+from ..protocol.errors import InvalidParams, ProtocolError, RequestTimeout
+from ..protocol.jsonrpc import JSONObject, RequestId
+from ..protocol.tasks import (
+    CORE_STATUS_NOTIFICATION,
+    WireForm,
+    can_move,
+    is_terminal,
+    related_meta,
+    task_fields,
+    with_related,
+)
+from ..session import Session
+from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
+from .mrtr import check_answer
+
+log = logging.getLogger("mcpkit.server.tasks")
+RESTARTED = ("The server restarted while this task was running, so it did not finish; "
+             "start the request again.")
+
+
+class _Input:
+    """One 2026-07-28 input request waiting for its ``tasks/update`` answer."""
+
+    __slots__ = ("answer", "done", "method", "request")
+
+    def __init__(self, method: str, params: JSONObject | None) -> None:
+        self.method = method
+        self.request: JSONObject = {"method": method, "params": params or {}}
+        self.done = anyio.Event()
+        self.answer: JSONObject | None = None
+
+
+class TaskRun:
+    """A task of this process: its record, handler, inputs and waiters."""
+
+    def __init__(self, manager: TaskManager, record: TaskRecord, form: WireForm,
+                 session: Session | None, progress_token: str | int | None) -> None:
+        self.manager = manager
+        self.record = record
+        self.form = form
+        self.session = session  # 2025-11-25: where status, progress and logs go
+        self.progress_token = progress_token
+        self.handle: asyncio.Task[None] | None = None
+        self.done = anyio.Event()
+        self.inputs: dict[str, _Input] = {}  # 2026-07-28: outstanding input requests
+        self.used_keys: set[str] = set()
+        self.listeners: list[tuple[Session, RequestId]] = []  # 2025-11-25 tasks/result
+        self.listening = anyio.Event()
+        self.waiting = 0  # 2025-11-25 requests sent to the client, not yet answered
+        self.lock = anyio.Lock(fast_acquire=True)  # no loop turn when uncontended
+        self._last_progress: float | None = None
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task_id
+
+    # ------------------------------------------------------------------ asking the client
+
+    async def ask(self, method: str, params: JSONObject | None, timeout: float | None,
+                  key: str | None) -> JSONObject:
+        """A server->client request made by the task's handler (see the module
+        docstring); ``RequestTimeout`` when unanswered within ``timeout`` seconds."""
+        try:
+            with anyio.fail_after(timeout):
+                if self.form.extension:
+                    return await self._ask_update(method, params, key)
+                return await self._ask_stream(method, params)
+        except TimeoutError:
+            raise RequestTimeout(f"no answer to '{method}' within {timeout} seconds") from None
+
+    async def _ask_update(self, method: str, params: JSONObject | None,
+                          key: str | None) -> JSONObject:
+        key = self._fresh_key(key or method.split("/")[0])
+        pending = self.inputs[key] = _Input(method, params)
+        try:
+            await self.manager.move(self, "input_required")
+            await pending.done.wait()
+        finally:
+            self.inputs.pop(key, None)
+        if pending.answer is None:  # the task ended (cancelled, expired) meanwhile
+            raise RequestTimeout(f"the task ended before the client answered '{method}'")
+        if not self.inputs:
+            await self.manager.move(self, "working")
+        return pending.answer
+
+    def _fresh_key(self, base: str) -> str:
+        """A key never used before in this task (SEP-2663: keys are unique per task)."""
+        key, n = base, 1
+        while key in self.used_keys:
+            n += 1
+            key = f"{base}-{n}"
+        self.used_keys.add(key)
+        return key
+
+    def answer(self, responses: JSONObject) -> None:
+        """Deliver ``tasks/update`` ``inputResponses``: each answer to an outstanding key
+        is checked (a malformed one: ``InvalidParams``, nothing delivered); keys not
+        outstanding are ignored (SEP-2663)."""
+        taken = {k: v for k, v in responses.items() if k in self.inputs}
+        for key, value in taken.items():
+            if not isinstance(value, dict):
+                raise InvalidParams(f"Invalid params: inputResponses[{key!r}] must be a "
+                                    "result object.")
+            check_answer(key, self.inputs[key].method, value)
+        for key, value in taken.items():
+            pending = self.inputs.pop(key)
+            pending.answer = value
+            pending.done.set()
+
+    def input_requests(self) -> JSONObject:
+        return {key: pending.request for key, pending in self.inputs.items()}
+
+    async def _ask_stream(self, method: str, params: JSONObject | None) -> JSONObject:
+        self.waiting += 1
+        try:
+            await self.manager.move(self, "input_required")
+            while not self.listeners:
+                self.listening = anyio.Event()
+                await self.listening.wait()
+            session, rid = self.listeners[-1]
+            return await session.request(method, with_related(params or {}, self.task_id),
+                                         timeout=None, related=rid)
+        finally:
+            self.waiting -= 1
+            if not self.waiting:
+                await self.manager.move(self, "working")
+
+    def listen(self, session: Session, rid: RequestId) -> None:
+        """A 2025-11-25 ``tasks/result`` is waiting: requests to the client can ride it."""
+        self.listeners.append((session, rid))
+        self.listening.set()
+
+    def unlisten(self, session: Session, rid: RequestId) -> None:
+        if (session, rid) in self.listeners:
+            self.listeners.remove((session, rid))
+
+    # ------------------------------------------------------------------ progress, logs
+
+    def progress(self, progress: float, total: float | None, message: str | None) -> None:
+        """R25-11.PROG.2: the original token until the task is terminal, then nothing."""
+        session = self.session
+        if (self.progress_token is None or session is None or session.closed
+                or is_terminal(self.record.status)):
+            return
+        if self._last_progress is not None and not progress > self._last_progress:
+            return
+        self._last_progress = progress
+        params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        params["_meta"] = related_meta(self.task_id)
+        session.notify("notifications/progress", params)
+
+    def log(self, level: str, data: Any, logger: str | None) -> None:
+        session = self.session
+        if session is None or session.closed or not session.conn.wants_log(level):
+            return
+        params: JSONObject = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        params["_meta"] = related_meta(self.task_id)
+        session.notify("notifications/message", params)
+
+
+class TaskManager:
+    """Creates, runs, moves, finds and expires tasks (see the module docstring)."""
+
+    def __init__(self, store: TaskStore | None = None, *, default_ttl_ms: int = 3_600_000,
+                 max_ttl_ms: int = 86_400_000, poll_ms: int = 500,
+                 max_live: int = 256, page_size: int = 50) -> None:
+        """``default_ttl_ms``: kept this long when the request names no ttl; a requested
+        ttl is capped at ``max_ttl_ms`` (R25-11.TASKS.7: the actual one is reported).
+        ``max_live``: tasks not yet terminal per owner (more: refused)."""
+        if default_ttl_ms <= 0 or max_ttl_ms <= 0 or poll_ms <= 0 or max_live <= 0:
+            raise ValueError("task ttl, poll interval and limit must be positive")
+        self.store: TaskStore = store if store is not None else MemoryTaskStore()
+        self.default_ttl_ms = default_ttl_ms
+        self.max_ttl_ms = max_ttl_ms
+        self.poll_ms = poll_ms
+        self.max_live = max_live
+        self.page_size = page_size
+        self.runs: dict[str, TaskRun] = {}
+        self._live: dict[str, int] = {}
+        self._handles: set[asyncio.Task[None]] = set()
+        self._ready = False
+        self._next_sweep = 0.0
+        #: Called with an extension task after each status change (``notifications/tasks``
+        #: on the listen streams watching it).
+        self.on_change: Callable[[TaskRun], None] | None = None
+
+    async def _start(self) -> None:
+        """Once per process: fail the tasks a previous process left unfinished."""
+        if not self._ready:
+            self._ready = True
+            count = await self.store.abandon(RESTARTED)
+            if count:
+                log.warning("%d task(s) were running when the server stopped: now failed",
+                            count)
+
+    def ttl(self, requested: int | None) -> int:
+        return self.default_ttl_ms if requested is None else max(
+            1, min(requested, self.max_ttl_ms))
+
+    def full(self, owner: str) -> bool:
+        return self._live.get(owner, 0) >= self.max_live
+
+    async def create(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
+                     session: Session | None, progress_token: str | int | None) -> TaskRun:
+        """A new ``working`` task, durably stored before this returns (SEP-2663)."""
+        await self._start()
+        now = time.time()
+        if now >= self._next_sweep:
+            self._next_sweep = now + 1.0
+            await self.sweep(now)
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        await self.store.put(run.record)
+        return run
+
+    def create_now(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
+                   session: Session | None, progress_token: str | int | None
+                   ) -> TaskRun | None:
+        """``create`` without waiting, when nothing needs an await (the store keeps its
+        records in memory, no sweep is due): the call is then answered inline. None:
+        use ``create``."""
+        now = time.time()
+        store = self.store
+        if not self._ready or now >= self._next_sweep or not isinstance(store,
+                                                                       MemoryTaskStore):
+            return None
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        store.keep(run.record)
+        return run
+
+    def _new_run(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
+                 session: Session | None, progress_token: str | int | None, now: float
+                 ) -> TaskRun:
+        import secrets  # here, not at import: a server without tasks never needs it
+
+        record = TaskRecord(secrets.token_urlsafe(24), owner, "ext" if form.extension
+                            else "core", method, "working", now, now, self.ttl(ttl_ms),
+                            self.poll_ms)
+        run = TaskRun(self, record, form, session, progress_token)
+        self.runs[record.task_id] = run
+        self._live[owner] = self._live.get(owner, 0) + 1
+        return run
+
+    def start(self, run: TaskRun, work: Coroutine[Any, Any, None]) -> None:
+        """Run ``work`` (the task's handler) on the event loop, apart from any request."""
+        self.adopt(run, asyncio.get_running_loop().create_task(work))
+
+    def adopt(self, run: TaskRun, handle: asyncio.Task[None]) -> None:
+        """``handle`` is the asyncio task running ``run``'s handler (cancelled with it)."""
+        run.handle = handle
+        self._handles.add(handle)
+        handle.add_done_callback(self._handles.discard)
+
+    def view(self, record: TaskRecord, form: WireForm) -> JSONObject:
+        """The ``Task`` object of ``record`` in ``form``."""
+        return task_fields(record.task_id, record.status, record.created, record.updated,
+                           record.ttl_ms, record.poll_ms, record.message, form)
+
+    async def move(self, run: TaskRun, status: str, *, message: str | None = None,
+                   result: JSONObject | None = None, error: JSONObject | None = None) -> bool:
+        """Move ``run`` to ``status`` if that edge is allowed (False: it is not, e.g. the
+        task is already terminal); stored, then announced."""
+        record = run.record
+        if not can_move(record.status, status):
+            return False
+        record.status, record.updated = status, time.time()
+        if message is not None or is_terminal(status):
+            record.message = message
+        record.result, record.error = result, error
+        if is_terminal(status):
+            self._finish(run)
+        async with run.lock:
+            await self.store.put(record)
+        if is_terminal(status):
+            run.done.set()
+        session = run.session
+        if session is not None and not session.closed and not run.form.extension:
+            session.notify(CORE_STATUS_NOTIFICATION, self.view(record, run.form))
+        elif run.form.extension and self.on_change is not None:
+            self.on_change(run)
+        return True
+
+    def _finish(self, run: TaskRun) -> None:
+        owner = run.record.owner
+        left = self._live.get(owner, 1) - 1
+        if left > 0:
+            self._live[owner] = left
+        else:
+            self._live.pop(owner, None)
+        for pending in run.inputs.values():
+            pending.done.set()  # (their handler is being cancelled or has finished)
+
+    async def complete(self, run: TaskRun, result: JSONObject) -> None:
+        """The handler returned ``result``: a tool error (``isError``) ends the task
+        ``failed`` in 2025-11-25 (R25-11.TASKS.16) and ``completed`` in the extension."""
+        status = "failed" if result.get("isError") is True and not run.form.extension \
+            else "completed"
+        await self.move(run, status, result=result)
+
+    async def fail(self, run: TaskRun, exc: ProtocolError) -> None:
+        await self.move(run, "failed", message=exc.message, error=exc.to_error())
+
+    async def cancel(self, run: TaskRun) -> bool:
+        """Cancel a live task: ``cancelled`` is stored before its handler is stopped
+        (R25-11.TASKS.11); False if it had already reached a terminal status."""
+        if not await self.move(run, "cancelled", message="Cancelled at the client's request."):
+            return False
+        if run.handle is not None and not run.handle.done():
+            run.handle.cancel()
+        return True
+
+    async def find(self, task_id: str, owner: str, form: WireForm
+                   ) -> tuple[TaskRun | None, TaskRecord] | None:
+        """The live run (if in this process) and record of ``task_id`` when ``owner``
+        may see it through ``form``; None otherwise (the caller answers -32602)."""
+        await self._start()
+        run = self.runs.get(task_id)
+        record = run.record if run is not None else await self.store.get(task_id)
+        if record is None or not _visible(record, owner, form):
+            return None
+        if run is not None and record.expired(time.time()):
+            await self.sweep(time.time())
+            return None
+        return run, record
+
+    def find_now(self, task_id: str, owner: str, form: WireForm
+                 ) -> tuple[TaskRun | None, TaskRecord] | Literal[False] | None:
+        """``find`` without waiting when it needs no await: the task runs here, or the
+        store keeps its records in memory; False when only ``find`` can tell (so polling
+        a task is answered inline, without a task of its own, on the common path)."""
+        if not self._ready:
+            return False
+        run = self.runs.get(task_id)
+        if run is not None:
+            record: TaskRecord | None = run.record
+        elif isinstance(self.store, MemoryTaskStore):
+            record = self.store.peek(task_id)
+        else:
+            return False
+        if record is None:
+            return None
+        if record.expired(time.time()):
+            return False  # find sweeps it
+        return (run, record) if _visible(record, owner, form) else None
+
+    async def page(self, owner: str, after: tuple[float, str] | None, limit: int
+                   ) -> list[TaskRecord]:
+        """Up to ``limit`` records of ``owner`` after the cursor position ``after``."""
+        await self._start()
+        return await self.store.page(owner, after, limit)
+
+    async def sweep(self, now: float) -> None:
+        """Forget expired tasks everywhere: store, live runs (their handlers cancelled)."""
+        gone = await self.store.sweep(now)
+        for task_id in gone:
+            self._drop(task_id)
+        for task_id in [t for t, r in self.runs.items() if r.record.expired(now)]:
+            self._drop(task_id)
+
+    def _drop(self, task_id: str) -> None:
+        run = self.runs.pop(task_id, None)
+        if run is None:
+            return
+        if not is_terminal(run.record.status):
+            self._finish(run)
+        if run.handle is not None and not run.handle.done():
+            run.handle.cancel()
+        run.done.set()
+
+    def forget_finished(self, run: TaskRun) -> None:
+        """A terminal run whose record is stored: memory need not keep it (the store
+        answers for it from now on)."""
+        if is_terminal(run.record.status) and not run.listeners:
+            self.runs.pop(run.task_id, None)
+
+
+def _visible(record: TaskRecord, owner: str, form: WireForm) -> bool:
+    """Whether ``owner`` may see ``record`` through the generation ``form``."""
+    return record.owner == owner and record.form == ("ext" if form.extension else "core")
+
+
+def record_error(record: TaskRecord) -> JSONObject:
+    """The JSON-RPC error a terminal record without a result answers with."""
+    if record.error is not None:
+        return record.error
+    if record.status == "cancelled":
+        return {"code": -32603, "message": f"Task {record.task_id} was cancelled before it "
+                "finished, so it has no result."}
+    return failed_error(record.message or "the task failed")

@@ -1,0 +1,44 @@
+"""Every Redis store of one deployment on one connection: ``RedisStores.from_url(url)``.
+
+``Server.asgi_app(store="redis://...")`` builds this and wires each part where it belongs:
+session records (and the shared ``requestState`` key), SSE event logs, rate-limit
+buckets, and the bus carrying messages between instances holding one session. ``ttl`` is
+the session idle timeout (records and event logs expire that long after their last use).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .redis_buckets import RedisBuckets
+from .redis_bus import RedisBus
+from .redis_events import RedisEventStore
+from .redis_link import RedisLink
+from .redis_sessions import RedisSessionStore
+
+
+@dataclass(frozen=True, slots=True)
+class RedisStores:
+    """The Redis stores sharing ``link``."""
+
+    link: RedisLink
+    sessions: RedisSessionStore
+    events: RedisEventStore
+    buckets: RedisBuckets
+    bus: RedisBus
+
+    @classmethod
+    def from_url(cls, url: str, *, ttl: float = 3600.0, max_events: int = 1000,
+                 prefix: str = "mcpkit:", timeout: float = 2.0) -> RedisStores:
+        """Stores on the Redis at ``url`` (``redis://``, ``rediss://`` or ``unix://``);
+        ``timeout``: seconds any one Redis call may take before the request needing it
+        gets a 503."""
+        link = RedisLink(url, prefix=prefix, timeout=timeout)
+        return cls(link, RedisSessionStore(link, ttl=ttl),
+                   RedisEventStore(link, max_events=max_events, ttl=ttl), RedisBuckets(link),
+                   RedisBus(link))
+
+    async def aclose(self) -> None:
+        """Close the connections of the running event loop."""
+        await self.bus.aclose()
+        await self.link.aclose()

@@ -1,0 +1,145 @@
+"""What a Streamable HTTP endpoint does when other instances share its sessions.
+
+With a shared session store and a ``SessionBus`` (``Server.asgi_app(store="redis://...")``)
+any instance serves any request of any session, and a session may be held by several
+instances at once. ``SharedSessions`` keeps them consistent:
+
+- Every request renews the session's record in the store and reads it back (``touch``):
+  a DELETE or an expiry on one instance is seen by all at their next request (a DELETE
+  also tells every holder at once: ``ENDED`` on the bus), and so is what another
+  instance changed (the log level, the end of the handshake).
+- An instance holding a session listens to its bus channel. A POST carrying the answer to
+  a server-to-client request another instance made (sampling, elicitation, roots, ping) is
+  published there, and the instance whose connection awaits that id takes it. Request
+  ids are numbered from a random start per instance, so an answer names one request.
+- A message for the session's standalone GET stream produced where no GET stream is open
+  is published, and the instance holding the GET stream writes it.
+- ``list_changed`` and ``resources/updated`` are announced to every instance
+  (``mcpkit.server.sharing``); ``reaches`` tells which instance writes them to a session:
+  the one holding its GET stream.
+- Stream ids carry the instance's token (``<token>-s3``; ``g`` for a GET stream), so
+  events of one session from several instances never share an id; resumption on another
+  instance follows or takes over the stream (``http_resume``).
+
+Idle expiry on one instance only drops its local copy: the store's TTL decides when a
+session ends. Failures to reach the store are ``StoreUnavailable`` (503 to the request).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import logging
+import secrets
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ..session import Session
+from ..storage.bus import ANSWER, ENDED, NOTIFY, SessionBus
+from ..storage.events import EventStore
+from ..storage.faults import StoreUnavailable
+from ..storage.sessions import SessionStore
+from .http_streams import HttpSession
+
+log = logging.getLogger("mcpkit.http")
+
+FIRST_ID_RANGE = 2**52
+"""Server-to-client request ids start at a random number below this (JSON-safe integers)."""
+
+
+class SharedSessions:
+    """The shared-state side of one endpoint (see the module docstring)."""
+
+    def __init__(self, store: SessionStore, events: EventStore, bus: SessionBus) -> None:
+        touch = getattr(store, "touch", None)
+        if touch is None or not getattr(store, "shared", False):
+            raise ValueError("a session bus needs a shared session store (with touch), "
+                             "such as RedisSessionStore")
+        self.store = store
+        self.events = events
+        self.bus = bus
+        self._touch: Callable[[str], Any] = touch
+        self.token = secrets.token_hex(4)
+        self._held: dict[Session, HttpSession] = {}  # the sessions adopted here
+
+    async def adopt(self, session: HttpSession, ended: Callable[[str], None]) -> None:
+        """Make ``session`` (new or restored here) one of the deployment's: instance-unique
+        stream and request ids, and its bus channel listened to (``ended(sid)`` when
+        another instance deletes it)."""
+        session.bus = self.bus
+        session.stream_prefix = f"{self.token}-"
+        self._held[session.session] = session
+        session.conn.number_requests_from(secrets.randbelow(FIRST_ID_RANGE))
+        await self.bus.listen(session.session_id,
+                              functools.partial(_deliver, session, ended))
+
+    async def alive(self, session: HttpSession) -> bool:
+        """Renew the session's record and take what another instance changed in it
+        (the log level); False when another instance ended it, or it expired."""
+        record = await self._touch(session.session_id)
+        if not isinstance(record, dict):
+            return False
+        if record != session.saved:
+            try:
+                session.conn.restore(record)
+            except ValueError:
+                return False
+            session.saved = record
+        return True
+
+    def leave(self, session: HttpSession) -> None:
+        """Stop listening for a session dropped here (in the background)."""
+        self._held.pop(session.session, None)
+        session.session.spawn(functools.partial(self._unlisten, session.session_id))
+
+    def reaches(self, session: Session) -> bool:
+        """Whether a deployment-wide notification for ``session`` is this instance's to
+        send: its GET stream is open here (several instances may hold the session; one
+        holds the stream). A session not shared (legacy HTTP+SSE) is always reached."""
+        held = self._held.get(session)
+        return held is None or held.standalone is not None
+
+    async def _unlisten(self, sid: str) -> None:
+        with contextlib.suppress(StoreUnavailable):
+            await self.bus.unlisten(sid)
+
+    async def forward_answers(self, session: HttpSession, obj: Any) -> Any:
+        """The POST body ``obj`` without the answers this instance does not await, which
+        go on the bus to the instance that does (None when nothing is left)."""
+        messages = obj if isinstance(obj, list) else [obj]
+        keep = []
+        for msg in messages:
+            if (isinstance(msg, dict) and "method" not in msg and "id" in msg
+                    and ("result" in msg or "error" in msg)
+                    and not session.conn.awaits(msg["id"])):
+                await self.bus.publish(session.session_id, ANSWER + orjson.dumps(msg))
+            else:
+                keep.append(msg)
+        if not keep:
+            return None
+        return keep if isinstance(obj, list) else keep[0]
+
+    async def delete(self, sid: str) -> None:
+        """End a session everywhere: its record and events gone, every holder told."""
+        await self.store.delete(sid)
+        await self.bus.publish(sid, ENDED)
+        with contextlib.suppress(StoreUnavailable):
+            await self.events.drop(sid)
+
+
+def _deliver(session: HttpSession, ended: Callable[[str], None], message: bytes) -> None:
+    kind, body = message[:1], message[1:]
+    if kind == ENDED:
+        ended(session.session_id)
+    elif kind == NOTIFY:
+        if session.standalone is not None:
+            session.standalone.push(body, False)
+    elif kind == ANSWER:
+        try:
+            msg = orjson.loads(body)
+        except orjson.JSONDecodeError:
+            return
+        if isinstance(msg, dict) and session.conn.awaits(msg.get("id")):
+            session.session.receive_message(msg)

@@ -1,0 +1,85 @@
+"""nginx (the Debian package) as the load balancer in front of several mcpkit instances.
+
+``Nginx(upstreams)`` writes a configuration into a temporary directory and runs nginx in
+the foreground (``daemon off``, one process: ``master_process off``) on a free port of
+127.0.0.1, stopped by its process id. The configuration is what docs/deployment.md
+recommends: round-robin with no stickiness, HTTP/1.1 to the upstreams with keepalive
+connections, ``proxy_buffering off`` so SSE events pass at once, long read timeouts for
+open streams, and the client's ``Host`` passed through. A request that cannot reach an
+instance (it was killed) is passed to the next one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from .daemon import Daemon, InTempDir, require
+
+CONFIG = """\
+daemon off;
+master_process off;
+worker_processes 1;
+pid {dir}/nginx.pid;
+error_log {dir}/error.log warn;
+events {{ worker_connections 1024; }}
+http {{
+    access_log off;
+    client_body_temp_path {dir}/body;
+    proxy_temp_path {dir}/proxy;
+    fastcgi_temp_path {dir}/fastcgi;
+    uwsgi_temp_path {dir}/uwsgi;
+    scgi_temp_path {dir}/scgi;
+    upstream mcp {{
+{servers}
+        keepalive 32;
+    }}
+    server {{
+        listen 127.0.0.1:{port};
+        location / {{
+            proxy_pass http://mcp;
+            proxy_http_version 1.1;
+            proxy_set_header Connection "";
+            proxy_set_header Host $http_host;
+            proxy_buffering off;
+            proxy_cache off;
+            proxy_request_buffering off;
+            proxy_read_timeout 600s;
+            proxy_next_upstream error timeout;
+            proxy_next_upstream_tries 3;
+        }}
+    }}
+}}
+"""
+
+
+def nginx_binary() -> str:
+    return require("nginx", "nginx", "the load-balanced scale-out tests")
+
+
+def config(port: int, upstreams: Sequence[int], directory: Path) -> str:
+    """The nginx configuration balancing ``port`` over ``upstreams`` (ports of 127.0.0.1)."""
+    servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=0;" for p in upstreams)
+    return CONFIG.format(dir=directory, servers=servers, port=port)
+
+
+class Nginx(InTempDir):
+    """One nginx process balancing over ``upstreams``; a context manager."""
+
+    def __init__(self, upstreams: Sequence[int]) -> None:
+        binary = nginx_binary()
+        super().__init__("nginx")
+        conf = self.dir / "nginx.conf"
+        conf.write_text(config(self.port, upstreams, self.dir))
+        argv = [binary, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")]
+        self.daemon = Daemon(argv, self.port, self.dir / "nginx.out")
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    def errors(self) -> str:
+        try:
+            return (self.dir / "error.log").read_text(errors="replace")[-4000:]
+        except OSError:
+            return ""
