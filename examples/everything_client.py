@@ -20,7 +20,14 @@ from typing import Any
 import anyio
 import httpx
 
-from mcpkit.auth import ClientCredentials, ClientCredentialsAuth, FollowRedirect, OAuth
+from mcpkit.auth import (
+    ClientCredentials,
+    ClientCredentialsAuth,
+    EnterpriseAuth,
+    FollowRedirect,
+    JWTBearerAuth,
+    OAuth,
+)
 from mcpkit.client import Client
 
 log = logging.getLogger("everything_client")
@@ -146,6 +153,22 @@ async def machine(url: str, version: str | None, context: dict[str, Any]) -> Non
     await call_first_tool(url, version, auth)
 
 
+async def workload(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """auth/wif-jwt-bearer: workload identity federation; the context gives the
+    workload's JWT (``valid_jwt``) and a ``client_id`` the server does not need."""
+    await call_first_tool(url, version, JWTBearerAuth(context["valid_jwt"]))
+
+
+async def enterprise(url: str, version: str | None, context: dict[str, Any]) -> None:
+    """auth/enterprise-managed-authorization: the ID token from the context exchanged
+    at the IdP for an ID-JAG, then the JWT bearer grant with the client's secret."""
+    auth = EnterpriseAuth(
+        context["idp_id_token"], idp_token_endpoint=context["idp_token_endpoint"],
+        idp_issuer=context.get("idp_issuer"), idp_client_id=context["idp_client_id"],
+        client_id=context["client_id"], client_secret=context.get("client_secret"))
+    await call_first_tool(url, version, auth)
+
+
 async def call_first_tool(url: str, version: str | None, auth: httpx.Auth) -> None:
     """Connect with ``auth``, list the tools and call the first one without arguments."""
     async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
@@ -172,6 +195,8 @@ SCENARIOS: dict[str, Callable[[str, str | None, dict[str, Any]], Awaitable[None]
     "http-invalid-tool-headers": every_tool,
     "auth/client-credentials-basic": machine,
     "auth/client-credentials-jwt": machine,
+    "auth/wif-jwt-bearer": workload,
+    "auth/enterprise-managed-authorization": enterprise,
 }
 
 

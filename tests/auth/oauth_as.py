@@ -14,6 +14,14 @@ the key of a DPoP proof sent with the token request (RFC 9449, knobs ``dpop_*``)
 Access tokens are JWTs for the requested resource. Knobs on the instance make it
 misbehave one way at a time; every request is counted per path and the authorization and
 token requests are kept.
+
+For the grants without a user it also authenticates ``client_secret_jwt`` clients (an
+HMAC assertion over the secret), grants ``urn:ietf:params:oauth:grant-type:jwt-bearer``
+for assertions signed by an issuer in ``assertion_keys`` (``aud`` = this issuer, not
+expired; an ID-JAG, ``typ`` ``oauth-id-jag+jwt``, must also name the authenticated
+client and the requested resource; a workload's JWT needs no client authentication),
+acts as an enterprise IdP with the RFC 8693 token exchange (an ID token in ``id_tokens``
+for an ID-JAG signed with its key), and revokes tokens (RFC 7009, ``/revoke``).
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import base64
 import hashlib
 import secrets
 import time
+import warnings
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -36,6 +45,10 @@ from joserfc.errors import JoseError
 from tests.support.http import answer_lifespan, read_body
 
 ASSERTION_TYPE = "urn:ietf:params:oauth:client-assertion-type:jwt-bearer"
+JWT_BEARER = "urn:ietf:params:oauth:grant-type:jwt-bearer"
+TOKEN_EXCHANGE = "urn:ietf:params:oauth:grant-type:token-exchange"
+ID_JAG = "urn:ietf:params:oauth:token-type:id-jag"
+ID_TOKEN = "urn:ietf:params:oauth:token-type:id_token"
 
 
 def s256(verifier: str) -> str:
@@ -74,6 +87,12 @@ class AuthServer:
     grant_types: list[str] | None = field(default_factory=lambda: [
         "authorization_code", "refresh_token", "client_credentials"])
     token_answer: Callable[[], httpx.Response] | None = None  # replaces every token answer
+    assertion_keys: dict[str, Any] = field(default_factory=dict)  # iss -> key (jwt-bearer)
+    id_tokens: dict[str, str] = field(default_factory=dict)  # IdP: ID token -> subject
+    jag_clients: dict[str, str] = field(default_factory=dict)  # IdP: client -> client at AS
+    issued_token_type: str = ID_JAG  # IdP: what the exchange answer says it issued
+    revocation: bool = False
+    revoked: list[tuple[str, str]] = field(default_factory=list)  # (hint, token)
     # DPoP (RFC 9449): a proof binds the token (cnf.jkt, token_type DPoP) unless
     # dpop_bearer; dpop_algs is published as is (None: left out); dpop_nonce is required
     # in proofs (a 400 use_dpop_nonce hands it out), dpop_nonce_always refuses every one
@@ -119,6 +138,8 @@ class AuthServer:
             doc["client_id_metadata_document_supported"] = True
         if self.scopes_supported is not None:
             doc["scopes_supported"] = self.scopes_supported
+        if self.revocation:
+            doc["revocation_endpoint"] = f"{self.base}/revoke"
         if self.dpop_algs is not None:
             doc["dpop_signing_alg_values_supported"] = self.dpop_algs
         return doc
@@ -138,6 +159,8 @@ class AuthServer:
             return self._authorize(dict(request.url.params))
         if path == "/token":
             return self._token(request)
+        if path == "/revoke" and self.revocation:
+            return self._revoke(request)
         if path == "/register" and self.dcr:
             return self._register(orjson.loads(request.content))
         return httpx.Response(404, json={"error": "not_found"})
@@ -197,11 +220,16 @@ class AuthServer:
             return refuse("client_assertion_type")
         client_id = form.get("client_id", "")
         key = self.client_keys.get(client_id)
-        if key is None or self.clients.get(client_id) != (None, "private_key_jwt"):
+        secret, method = self.clients.get(client_id, (None, ""))
+        if method == "client_secret_jwt" and secret:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                key = jwk.OctKey.import_key(secret.encode())
+        elif key is None or method != "private_key_jwt":
             return refuse("unknown client")
         try:
             token = jwt.decode(form.get("client_assertion", ""), key, algorithms=[
-                "ES256", "ES384", "RS256", "PS256", "Ed25519"])
+                "ES256", "ES384", "RS256", "PS256", "Ed25519", "HS256", "HS384", "HS512"])
         except (JoseError, ValueError) as exc:
             return refuse(f"signature: {exc}")
         claims, now = token.claims, time.time()
@@ -221,7 +249,9 @@ class AuthServer:
     def _token(self, request: httpx.Request) -> httpx.Response:
         form = dict(parse_qsl(request.content.decode()))
         self.token_requests.append(form)
-        client_id = self._client_of(request, form)
+        anonymous = (form.get("grant_type") == JWT_BEARER and not form.get("client_id")
+                     and "authorization" not in request.headers)
+        client_id = "" if anonymous else self._client_of(request, form)
         if client_id is None:
             return httpx.Response(401, json={"error": "invalid_client"})
         if self.token_answer is not None:
@@ -233,7 +263,14 @@ class AuthServer:
                 return bound
             jkt = bound
         grant: Grant | None
-        if form.get("grant_type") == "client_credentials":
+        if form.get("grant_type") == TOKEN_EXCHANGE:
+            return self._exchange(client_id, form)
+        if form.get("grant_type") == JWT_BEARER:
+            found = self._bearer_grant(client_id, form)
+            if isinstance(found, httpx.Response):
+                return found
+            grant, client_id = found
+        elif form.get("grant_type") == "client_credentials":
             if self.grant_types is not None and "client_credentials" not in self.grant_types:
                 return httpx.Response(400, json={"error": "unsupported_grant_type"})
             grant = Grant(client_id, "", "", form.get("resource"),
@@ -258,7 +295,8 @@ class AuthServer:
             return httpx.Response(400, json={"error": "unsupported_grant_type"})
         now = int(time.time())
         assert grant is not None
-        subject = client_id if form.get("grant_type") == "client_credentials" else "alice"
+        subject = {"client_credentials": client_id, JWT_BEARER: grant.redirect_uri}.get(
+            form.get("grant_type", ""), "alice")
         claims = {"iss": self.issuer, "sub": subject, "aud": grant.resource,
                   "client_id": client_id, "scope": " ".join(grant.scopes), "iat": now,
                   "exp": now + self.expires_in, "jti": secrets.token_hex(8)}
@@ -270,11 +308,75 @@ class AuthServer:
                                   else "Bearer",
                                   "expires_in": self.expires_in,
                                   "scope": " ".join(grant.scopes)}
-        if self.refresh and form.get("grant_type") != "client_credentials":
+        if self.refresh and form.get("grant_type") not in ("client_credentials", JWT_BEARER):
             rotated = secrets.token_urlsafe(16)
             self.refresh_tokens[rotated] = grant
             answer["refresh_token"] = rotated
         return httpx.Response(200, json=answer)
+
+    def _bearer_grant(self, client_id: str, form: dict[str, str]
+                      ) -> tuple[Grant, str] | httpx.Response:
+        """RFC 7523 §2.1: the grant (its subject in ``redirect_uri``) and the client."""
+        def refuse(why: str) -> httpx.Response:
+            return httpx.Response(400, json={"error": "invalid_grant",
+                                             "error_description": why})
+
+        if self.grant_types is not None and JWT_BEARER not in self.grant_types:
+            return httpx.Response(400, json={"error": "unsupported_grant_type"})
+        assertion = form.get("assertion", "")
+        for key in self.assertion_keys.values():
+            try:
+                token = jwt.decode(assertion, key, algorithms=["ES256", "RS256"])
+                break
+            except (JoseError, ValueError):
+                continue
+        else:
+            return refuse("the assertion is not signed by a trusted issuer")
+        claims, now = token.claims, time.time()
+        if claims.get("aud") != self.issuer:
+            return refuse("the assertion's audience is not this server")
+        if not isinstance(claims.get("exp"), int) or claims["exp"] < now:
+            return refuse("the assertion has expired")
+        if token.header.get("typ") == "oauth-id-jag+jwt":
+            if not client_id or claims.get("client_id") != client_id:
+                return refuse("the ID-JAG names another client")
+            if claims.get("resource") != form.get("resource"):
+                return refuse("the ID-JAG is for another resource")
+        elif not client_id:
+            client_id = f"workload:{claims.get('sub')}"
+        scopes = tuple(form.get("scope", "").split())
+        return Grant(client_id, str(claims.get("sub")), "", form.get("resource"),
+                     scopes), client_id
+
+    def _exchange(self, client_id: str, form: dict[str, str]) -> httpx.Response:
+        """RFC 8693 at the IdP: an ID token for an ID-JAG."""
+        subject = self.id_tokens.get(form.get("subject_token", ""))
+        if form.get("subject_token_type") != ID_TOKEN or subject is None:
+            return httpx.Response(400, json={"error": "invalid_grant",
+                                             "error_description": "unknown ID token"})
+        if form.get("requested_token_type") != ID_JAG or not form.get("audience") \
+                or not form.get("resource"):
+            return httpx.Response(400, json={"error": "invalid_request"})
+        now = int(time.time())
+        claims = {"iss": self.issuer, "sub": subject, "aud": form["audience"],
+                  "resource": form["resource"], "scope": form.get("scope", ""),
+                  "client_id": self.jag_clients.get(client_id, client_id), "iat": now,
+                  "exp": now + 300, "jti": secrets.token_hex(8)}
+        grant = jwt.encode({"alg": "RS256", "kid": self.key.kid, "typ": "oauth-id-jag+jwt"},
+                           claims, self.key, algorithms=["RS256"])
+        return httpx.Response(200, json={"access_token": grant, "token_type": "N_A",
+                                         "issued_token_type": self.issued_token_type,
+                                         "expires_in": 300})
+
+    def _revoke(self, request: httpx.Request) -> httpx.Response:
+        """RFC 7009: 200 whether or not the token was known; a refresh token is dropped."""
+        form = dict(parse_qsl(request.content.decode()))
+        if self._client_of(request, form) is None:
+            return httpx.Response(401, json={"error": "invalid_client"})
+        token = form.get("token", "")
+        self.revoked.append((form.get("token_type_hint", ""), token))
+        self.refresh_tokens.pop(token, None)
+        return httpx.Response(200)
 
     def _dpop(self, request: httpx.Request) -> str | httpx.Response:
         """The thumbprint of the key of a token request's DPoP proof (its signature,

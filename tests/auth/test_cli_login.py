@@ -161,6 +161,7 @@ def test_login_call_logout(setup: Setup) -> None:
     out = setup.mcpkit("logout", setup.url)
     assert out.returncode == 0, out.stderr
     assert f"removed the tokens from {setup.auth.issuer} for {setup.url}" in out.stdout
+    assert "has no revocation_endpoint" in out.stderr  # reported, not fatal
     assert setup.stored() == {}
     assert stat.S_IMODE(setup.token_file.stat().st_mode) == 0o600
 
@@ -288,7 +289,21 @@ def test_login_at_oidc_provider_then_call_as_the_user(oidc: OidcProvider,
         called = setup.mcpkit("call", live.url, "whoami")
         assert called.returncode == 0, called.stderr
         assert called.stdout.strip() == "alice notes:read"
-        assert setup.mcpkit("logout", live.url).returncode == 0
+        (stored,) = setup.stored().values()
+        assert stored["refresh_token"]
+        out = setup.mcpkit("logout", live.url)
+        assert out.returncode == 0, out.stderr
+        # RFC 7009 at oidc-provider: the refresh token is revoked; a JWT access token
+        # cannot be (unsupported_token_type, §2.2.1): reported, and deleted anyway
+        assert f"Revoked at {oidc.issuer}: refresh_token." in out.stdout
+        assert "revoking the access_token" in out.stderr
+        assert "unsupported_token_type" in out.stderr
+        assert stored["access_token"] not in out.stdout + out.stderr
+        assert setup.stored() == {}
+        dead = oidc.http.post(oidc.token_endpoint, data={
+            "grant_type": "refresh_token", "refresh_token": stored["refresh_token"],
+            "client_id": "cli"})
+        assert (dead.status_code, dead.json()["error"]) == (400, "invalid_grant")
         refused = setup.mcpkit("call", live.url, "whoami")
         assert refused.returncode == 1 and f"mcpkit login {live.url}" in refused.stderr
         if live.loop is not None:

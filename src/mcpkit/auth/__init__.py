@@ -25,8 +25,14 @@ The client side (an MCP client getting tokens from an authorization server):
   challenge parser (``client_challenge``) and the flow's steps (``client_steps``);
 - :class:`ClientCredentialsAuth` (``client_m2m``): the same discovery and stores for
   the client credentials grant (no user), with a secret or a :class:`PrivateKeyJWT`
-  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients); both ask for
-  DPoP-bound tokens with ``dpop=True`` or a :class:`DPoPKey` (``client_dpop``);
+  (``client_jwt``, also usable by ``OAuth``'s pre-registered clients, with
+  ``client_secret_jwt``); :class:`JWTBearerAuth` (``client_wif``, workload identity:
+  a platform's JWT for a token) and :class:`EnterpriseAuth` (``client_enterprise``,
+  enterprise-managed authorization: an ID token exchanged at the IdP for an ID-JAG),
+  both on ``client_grant_auth`` and ``client_grants`` (:func:`token_file` reads a
+  rotated token); :func:`revoke_tokens` and :class:`Revocation` (``client_revoke``,
+  RFC 7009 on logout); all ask for DPoP-bound tokens with ``dpop=True`` or a
+  :class:`DPoPKey` (``client_dpop``);
 - :class:`RedirectHandler` and :class:`FollowRedirect` (``client_callback``), the
   user-facing part, and :class:`LoopbackRedirect` (``client_loopback``) for CLIs and
   desktop apps; :class:`TokenStore`, :class:`MemoryTokenStore`,
@@ -63,10 +69,13 @@ from .claims import Audience, ClaimRules
 from .client_callback import FollowRedirect, RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_dpop import DPoPKey
+from .client_enterprise import EnterpriseAuth
+from .client_grant_auth import token_file
 from .client_jwt import PrivateKeyJWT
 from .client_loopback import LoopbackRedirect
 from .client_m2m import ClientCredentialsAuth
 from .client_oauth import OAuth
+from .client_revoke import Revocation, revoke_tokens
 from .client_store import (
     ClientCredentials,
     FileTokenStore,
@@ -74,6 +83,7 @@ from .client_store import (
     Tokens,
     TokenStore,
 )
+from .client_wif import JWTBearerAuth
 from .config import Auth
 from .dpop import DPoPChecker
 from .fetch import Fetcher
@@ -99,6 +109,7 @@ __all__ = [
     "ClientCredentialsAuth",
     "DPoPChecker",
     "DPoPKey",
+    "EnterpriseAuth",
     "FileTokenStore",
     "Fetcher",
     "FollowRedirect",
@@ -106,6 +117,7 @@ __all__ = [
     "IntrospectionVerifier",
     "InvalidDPoPProof",
     "InvalidToken",
+    "JWTBearerAuth",
     "JWTVerifier",
     "LoopbackRedirect",
     "MalformedAuthorization",
@@ -114,6 +126,7 @@ __all__ = [
     "PrivateKeyJWT",
     "ProtectedResource",
     "RedirectHandler",
+    "Revocation",
     "TokenStore",
     "TokenVerifier",
     "Tokens",
@@ -129,5 +142,7 @@ __all__ = [
     "parse_authorization",
     "parse_credentials",
     "protected_resource_metadata_urls",
+    "revoke_tokens",
+    "token_file",
     "unauthorized",
 ]

@@ -1,4 +1,5 @@
-"""``private_key_jwt`` client authentication (RFC 7523 §2.2, OpenID Connect Core §9).
+"""``private_key_jwt`` and ``client_secret_jwt`` client authentication (RFC 7523 §2.2,
+OpenID Connect Core §9).
 
 What: :class:`PrivateKeyJWT` holds a client's private key (PEM or JWK, RSA, EC or
 Ed25519) and signs one client assertion per token request: ``iss`` = ``sub`` = the
@@ -6,7 +7,8 @@ Ed25519) and signs one client assertion per token request: ``iss`` = ``sub`` = t
 ``jti``, ``iat`` now and ``exp`` ``lifetime`` seconds later (60 by default). The token
 request then carries ``client_assertion_type``
 ``urn:ietf:params:oauth:client-assertion-type:jwt-bearer`` and ``client_assertion``
-(``client_tokens``).
+(``client_tokens``). :func:`secret_assertion` makes the same assertion for
+``client_secret_jwt``, signed with HMAC (HS256 by default) over the client secret.
 
 Why ``aud`` is the issuer: RFC 7523 allows the token endpoint URL, but an audience that
 is an endpoint can be confused across servers that share one; the update of RFC 7523
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import secrets
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -34,6 +37,29 @@ _Key = jwk.RSAKey | jwk.ECKey | jwk.OKPKey
 _CLASSES: dict[str, type[_Key]] = {"RSA": jwk.RSAKey, "EC": jwk.ECKey, "OKP": jwk.OKPKey}
 _EC_ALGS = {"P-256": "ES256", "P-384": "ES384", "P-521": "ES512", "secp256k1": "ES256K"}
 _RSA_ALGS = ("RS256", "RS384", "RS512", "PS256", "PS384", "PS512")
+HMAC_ALGS = ("HS256", "HS384", "HS512")
+
+
+def _claims(client_id: str, audience: str, lifetime: int) -> dict[str, Any]:
+    """The claims of a client assertion (RFC 7523 §3): the client is issuer and subject."""
+    now = int(time.time())
+    return {"iss": client_id, "sub": client_id, "aud": audience,
+            "jti": secrets.token_urlsafe(24), "iat": now, "exp": now + lifetime}
+
+
+def secret_assertion(client_id: str, secret: str, audience: str, alg: str = "HS256",
+                     lifetime: int = 60) -> str:
+    """A ``client_secret_jwt`` assertion: the claims of :meth:`PrivateKeyJWT.assertion`,
+    MACed with ``secret`` (``alg``: HS256, HS384 or HS512). A short secret is the
+    authorization server's choice, so joserfc's key-size warning is silenced."""
+    if alg not in HMAC_ALGS:
+        raise ValueError(f"client_secret_jwt signs with {', '.join(HMAC_ALGS)}, "
+                         f"not {alg[:20]!r}")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        key = jwk.OctKey.import_key(secret.encode())
+        return jwt.encode({"alg": alg, "typ": "JWT"}, _claims(client_id, audience, lifetime),
+                          key, algorithms=[alg])
 
 
 def _import(key: str | bytes | Mapping[str, Any]) -> _Key:
@@ -111,10 +137,8 @@ class PrivateKeyJWT:
 
     def assertion(self, client_id: str, audience: str) -> str:
         """A fresh signed client assertion for ``client_id``, addressed to ``audience``."""
-        now = int(time.time())
         header: dict[str, Any] = {"alg": self.alg, "typ": "JWT"}
         if self.kid:
             header["kid"] = self.kid
-        claims = {"iss": client_id, "sub": client_id, "aud": audience,
-                  "jti": secrets.token_urlsafe(24), "iat": now, "exp": now + self.lifetime}
-        return jwt.encode(header, claims, self._key, algorithms=[self.alg])
+        return jwt.encode(header, _claims(client_id, audience, self.lifetime), self._key,
+                          algorithms=[self.alg])

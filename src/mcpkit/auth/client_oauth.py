@@ -11,6 +11,7 @@ DPoP`` with a fresh proof per request, retried once with the server's nonce afte
 again for the union of the scopes it asked for before and the challenged ones, at most
 ``max_step_ups`` times per request, then lets the 403 through. Tokens go to a
 :class:`~mcpkit.auth.client_store.TokenStore` under (issuer, resource).
+:meth:`OAuth.logout` revokes (RFC 7009, ``client_revoke``) and deletes what it got.
 
 Scopes asked for: ``scopes=`` when given, else the challenge's ``scope``, else the
 resource's ``scopes_supported``, else none; ``offline_access`` is added when the
@@ -18,8 +19,9 @@ authorization server lists it (a refresh token is wanted) and ``offline_access=T
 
 How: the flow is a pure generator of steps (``client_steps``) pumped by
 :meth:`OAuth.sync_auth_flow` (``httpx.Client``) and :meth:`OAuth.async_auth_flow`
-(``httpx.AsyncClient``). The async pump awaits the redirect handler; the sync pump runs
-it with ``anyio.run`` (so it must not be called from a thread running an event loop).
+(``httpx.AsyncClient``). The async pump awaits the redirect handler (and a ``Call``'s
+function); the sync pump runs them with ``anyio.run`` (so it must not be called from a
+thread running an event loop).
 One authorization at a time per ``OAuth`` object: a request that meets a 401 while
 another one is authorizing waits, then uses the token that one got.
 
@@ -35,7 +37,7 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import anyio
 import httpx
@@ -47,10 +49,13 @@ from .client_callback import RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_discovery import Discovery, discover
 from .client_dpop import DPoPKey, DPoPNonces, Prover, dpop_from_store, nonce_challenge
-from .client_steps import AddressGuard, Exclusive, Fetch, Flow, Interact, Step
+from .client_steps import AddressGuard, Call, Exclusive, Fetch, Flow, Interact, Step
 from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 from .client_tokens import exchange_code, refresh, register
 from .urls import canonical_resource_uri
+
+if TYPE_CHECKING:
+    from .client_revoke import Revocation
 
 
 @dataclass
@@ -116,7 +121,7 @@ class OAuth(httpx.Auth):
         except ValueError as exc:
             raise AuthorizationFailed(f"cannot authorize for {request.url}: {exc}") from None
         known = self._servers.setdefault(server, _Server())
-        sent = self._attach(request, known)
+        sent = yield from self._prepare(request, known)
         response: httpx.Response = yield request
         renewed, step_ups, nonce_retry = False, 0, True
         while True:
@@ -152,6 +157,13 @@ class OAuth(httpx.Auth):
             self._present(request, tokens)
             sent, nonce_retry = tokens, True
             response = yield request
+
+    def _prepare(self, request: httpx.Request, known: _Server
+                 ) -> Generator[Step, Any, Tokens | None]:
+        """Before the first send: the stored token on ``request`` (see :meth:`_attach`);
+        a subclass may renew it first."""
+        return self._attach(request, known)
+        yield  # a generator, so that subclasses can yield steps here
 
     def _attach(self, request: httpx.Request, known: _Server) -> Tokens | None:
         """Put the stored token for this server on ``request``; the token, if any."""
@@ -249,6 +261,23 @@ class OAuth(httpx.Auth):
         self.store.set_tokens(discovery.issuer, discovery.resource, tokens)
         return tokens
 
+    async def logout(self, url: str, *, timeout: float = 15.0) -> Revocation:
+        """Revoke (RFC 7009) then delete the tokens this object got for the MCP server
+        at ``url`` (see ``client_revoke``: problems are reported in the result, not
+        raised). ``ValueError`` when it has not authorized for ``url``: use
+        :func:`~mcpkit.auth.client_revoke.revoke_tokens` with the store's (issuer,
+        resource) then."""
+        from .client_revoke import revoke_tokens
+
+        known = self._servers.get(canonical_resource_uri(url.split("?", 1)[0]))
+        if known is None or known.discovery is None:
+            raise ValueError(f"no authorization for {url} in this OAuth object")
+        issuer = known.discovery.issuer
+        client = self.client.get(issuer) if isinstance(self.client, Mapping) else self.client
+        return await revoke_tokens(self.store, issuer, known.discovery.resource,
+                                   client=client, timeout=timeout,
+                                   allow_private_networks=self.allow_private_networks)
+
     # ----------------------------------------------------------------------- the pumps
 
     def sync_auth_flow(
@@ -270,6 +299,8 @@ class OAuth(httpx.Auth):
                     reply = None
                 elif isinstance(step, Interact):
                     reply = anyio.run(self.handler.authorize, step.url)
+                elif isinstance(step, Call):
+                    reply = step.run_sync()
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request)
                     guard.check(step.request, reply)
@@ -307,6 +338,8 @@ class OAuth(httpx.Auth):
                     reply = None
                 elif isinstance(step, Interact):
                     reply = await self.handler.authorize(step.url)
+                elif isinstance(step, Call):
+                    reply = await step.run_async()
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request, asynchronous=True)
                     guard.check(step.request, reply)

@@ -11,7 +11,10 @@ their outcome:
 - :class:`Interact`: the user-facing part, answered with the URL the browser was
   redirected back to;
 - :class:`Exclusive`: "one authorization at a time", answered with ``None`` once the
-  pump holds its lock (kept until the flow ends).
+  pump holds its lock (kept until the flow ends);
+- :class:`Call`: run a caller's function (a subject token provider, sync or async),
+  answered with what it returned (``AuthorizationFailed`` naming it when it raised, or
+  when an async one overran its ``timeout``).
 
 :func:`exchange_json` is the sub-flow for one JSON exchange: it follows redirects only
 within the origin asked (a client that followed them itself must have ended in that
@@ -41,11 +44,13 @@ its answer is read).
 
 from __future__ import annotations
 
-from collections.abc import Generator, Mapping
+import inspect
+from collections.abc import Awaitable, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
 
+import anyio
 import httpx
 import orjson
 
@@ -93,7 +98,46 @@ class Exclusive:
     """Take the flow's lock (one authorization at a time per auth object)."""
 
 
-Step = httpx.Request | Fetch | Interact | Exclusive
+@dataclass(frozen=True)
+class Call:
+    """Run ``function`` in the pump (see the module docstring); ``what`` names it in
+    errors, which carry the exception's type and message, never its return value."""
+
+    function: Callable[[], Any]
+    what: str
+    timeout: float = DEFAULT_TIMEOUT
+
+    def _failed(self, exc: Exception) -> AuthorizationFailed:
+        if isinstance(exc, AuthorizationFailed):
+            return exc
+        if isinstance(exc, TimeoutError):
+            return AuthorizationFailed(f"{self.what} did not answer within {self.timeout} s")
+        return AuthorizationFailed(f"{self.what} failed: {type(exc).__name__}: "
+                                   f"{str(exc)[:200]}")
+
+    async def _finish(self, value: Awaitable[Any]) -> Any:
+        with anyio.fail_after(self.timeout):
+            return await value
+
+    def run_sync(self) -> Any:
+        """The outcome in a thread without an event loop (``anyio.run`` for an async
+        function)."""
+        try:
+            value = self.function()
+            return anyio.run(self._finish, value) if inspect.isawaitable(value) else value
+        except Exception as exc:
+            raise self._failed(exc) from None
+
+    async def run_async(self) -> Any:
+        """The outcome in an event loop."""
+        try:
+            value = self.function()
+            return await self._finish(value) if inspect.isawaitable(value) else value
+        except Exception as exc:
+            raise self._failed(exc) from None
+
+
+Step = httpx.Request | Fetch | Interact | Exclusive | Call
 Flow = Generator[Step, Any, Any]
 
 

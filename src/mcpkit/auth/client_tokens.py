@@ -7,11 +7,15 @@ Registration (``application_type: native``; the result stored per issuer).
 :func:`exchange_code` and :func:`refresh` make the token requests (``resource``
 always sent) with the client authentication the credentials or the server's
 ``token_endpoint_auth_methods_supported`` call for: ``none`` (``client_id`` in the
-form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding), ``client_secret_post`` or
-``private_key_jwt`` (a fresh assertion per request, ``client_jwt``), and with a DPoP
-proof when given a :class:`~mcpkit.auth.client_dpop.Prover` (RFC 9449 §5; retried
-once with the server's nonce after ``use_dpop_nonce``; a ``token_type: DPoP`` answer
-keeps the key with the tokens, a ``Bearer`` one is a bearer token).
+form), ``client_secret_basic`` (RFC 6749 §2.3.1 encoding), ``client_secret_post``,
+``private_key_jwt`` (a fresh assertion per request, ``client_jwt``) or
+``client_secret_jwt`` (an HMAC assertion over the secret, only when asked for with
+``auth_method`` and listed by the server), and with a DPoP proof when given a
+:class:`~mcpkit.auth.client_dpop.Prover` (RFC 9449 §5; retried once with the server's
+nonce after ``use_dpop_nonce``; a ``token_type: DPoP`` answer keeps the key with the
+tokens, a ``Bearer`` one is a bearer token). :func:`post_form` is that authenticated
+POST, shared with the other grants (``client_grants``) and revocation
+(``client_revoke``).
 :func:`client_credentials` makes the machine-to-machine token request (RFC 6749 §4.4,
 ``grant_type=client_credentials``, the MCP client credentials extension).
 
@@ -38,7 +42,7 @@ from urllib.parse import quote
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery
 from .client_dpop import Prover, check_server_algs
-from .client_jwt import ASSERTION_TYPE
+from .client_jwt import ASSERTION_TYPE, HMAC_ALGS, secret_assertion
 from .client_steps import Fetched, Step, exchange_json
 from .client_store import ClientCredentials, Tokens, TokenStore
 
@@ -97,7 +101,7 @@ def register(discovery: Discovery, store: TokenStore,
     status = fetched.status
     if answer is None or status not in (200, 201) or not isinstance(
             answer.get("client_id"), str) or not answer["client_id"]:
-        reason = fetched.problem or _error_of(answer) or f"HTTP {status}"
+        reason = fetched.problem or error_of(answer) or f"HTTP {status}"
         raise AuthorizationFailed(f"dynamic client registration at {issuer!r} failed: "
                                   f"{reason}")
     secret = answer.get("client_secret")
@@ -109,7 +113,9 @@ def register(discovery: Discovery, store: TokenStore,
     return client
 
 
-def _error_of(answer: dict[str, Any] | None) -> str | None:
+def error_of(answer: dict[str, Any] | None) -> str | None:
+    """An OAuth error answer's ``error`` code and description (RFC 6749 §5.2), cut
+    short; ``None`` when ``answer`` is not one."""
     if answer is None or not isinstance(answer.get("error"), str):
         return None
     error: str = answer["error"]
@@ -117,54 +123,103 @@ def _error_of(answer: dict[str, Any] | None) -> str | None:
     return error[:100] + (f": {str(description)[:300]}" if description else "")
 
 
-def _with_client_auth(form: dict[str, str], client: ClientCredentials,
-                      discovery: Discovery) -> dict[str, str]:
-    """The headers for ``client``'s authentication; ``form`` gains the fields it needs."""
+def _hmac_alg(discovery: Discovery) -> str:
+    """The ``client_secret_jwt`` MAC algorithm: HS256 unless the server lists others."""
+    listed = discovery.metadata.get("token_endpoint_auth_signing_alg_values_supported")
+    if not isinstance(listed, list):
+        return "HS256"
+    alg = next((a for a in HMAC_ALGS if a in listed), None)
+    if alg is None:
+        raise AuthorizationFailed(
+            f"the authorization server {discovery.issuer!r} lists no HMAC algorithm in "
+            "token_endpoint_auth_signing_alg_values_supported: client_secret_jwt cannot "
+            "be used there; use client_secret_basic or client_secret_post")
+    return alg
+
+
+def _assertion(client: ClientCredentials, method: str, discovery: Discovery) -> str:
+    """The client assertion of ``private_key_jwt`` or ``client_secret_jwt``."""
+    name = client.client_id[:100]
+    if method == "private_key_jwt":
+        if client.private_key is None:
+            raise AuthorizationFailed(f"client {name!r} authenticates with "
+                                      "private_key_jwt but has no private_key")
+        return client.private_key.assertion(client.client_id, discovery.issuer)
+    if not client.client_secret:
+        raise AuthorizationFailed(f"client {name!r} authenticates with client_secret_jwt "
+                                  "but has no client_secret")
+    if method not in _supported_methods(discovery):
+        raise AuthorizationFailed(
+            f"the authorization server {discovery.issuer!r} does not list client_secret_jwt "
+            "in token_endpoint_auth_methods_supported; use client_secret_basic or "
+            "client_secret_post")
+    return secret_assertion(client.client_id, client.client_secret, discovery.issuer,
+                            _hmac_alg(discovery))
+
+
+def client_auth(form: dict[str, str], client: ClientCredentials | None,
+                discovery: Discovery) -> dict[str, str]:
+    """The headers for ``client``'s authentication at ``discovery``'s token (or
+    revocation) endpoint; ``form`` gains the fields it needs. ``None``: no client (a
+    workload whose assertion is its only credential): nothing is added."""
+    if client is None:
+        return {}
     method = auth_method(client, discovery)
     if method == "client_secret_basic" and client.client_secret:
         pair = f"{quote(client.client_id, safe='')}:{quote(client.client_secret, safe='')}"
         return {"authorization": "Basic " + base64.b64encode(pair.encode()).decode()}
     form["client_id"] = client.client_id
-    if method == "private_key_jwt":
-        if client.private_key is None:
-            raise AuthorizationFailed(f"client {client.client_id[:100]!r} authenticates with "
-                                      "private_key_jwt but has no private_key")
+    if method in ("private_key_jwt", "client_secret_jwt"):
         form["client_assertion_type"] = ASSERTION_TYPE
-        form["client_assertion"] = client.private_key.assertion(client.client_id,
-                                                                discovery.issuer)
+        form["client_assertion"] = _assertion(client, method, discovery)
     elif method == "client_secret_post" and client.client_secret:
         form["client_secret"] = client.client_secret
     return {}
 
 
-def _token_request(discovery: Discovery, client: ClientCredentials, form: dict[str, str],
-                   granted: tuple[str, ...], prover: Prover | None = None,
-                   ) -> Generator[Step, Any, tuple[Tokens | None, str]]:
-    """POST ``form`` to the token endpoint: (tokens, "") or (None, why). ``granted``:
-    the scopes to assume when the answer names none (RFC 6749 §5.1: as requested).
+def post_form(discovery: Discovery, client: ClientCredentials | None, form: dict[str, str],
+              endpoint_name: str = "token_endpoint", prover: Prover | None = None,
+              ) -> Generator[Step, Any, tuple[dict[str, Any] | None, str]]:
+    """POST ``form`` with ``client``'s authentication to ``discovery``'s
+    ``endpoint_name``: (the JSON answer of a 200, "") or (None, why: the server's
+    ``error`` code and description, the HTTP status, or what was wrong with the body).
     ``prover``: send a DPoP proof (RFC 9449 §5), once more with the server's nonce after
-    a 400 ``use_dpop_nonce`` (§8)."""
-    endpoint = discovery.endpoint("token_endpoint")
-    assert endpoint is not None  # checked by discovery
+    a 400 ``use_dpop_nonce`` (§8). ``form`` itself is not changed (each attempt
+    authenticates a copy, with a fresh assertion)."""
+    endpoint = discovery.endpoint(endpoint_name)
+    if endpoint is None:
+        return None, f"{discovery.issuer!r} has no {endpoint_name}"
     if prover is not None:
         check_server_algs(discovery.metadata, prover.key, discovery.issuer)
     for attempt in range(2 if prover is not None else 1):
         sent = dict(form)
-        headers = _with_client_auth(sent, client, discovery)  # a fresh assertion each time
+        headers = client_auth(sent, client, discovery)
         if prover is not None:
             headers["dpop"] = prover.proof("POST", endpoint)
         fetched: Fetched = yield from exchange_json("POST", endpoint, form=sent,
                                                     headers=headers)
         answer = fetched.document
-        status = fetched.status
         fresh_nonce = (prover is not None and fetched.response is not None
                        and prover.nonces.learn(endpoint, fetched.response))
-        if (status == 400 and answer is not None and answer.get("error") == "use_dpop_nonce"
-                and fresh_nonce and attempt == 0):
+        if (fetched.status == 400 and answer is not None
+                and answer.get("error") == "use_dpop_nonce" and fresh_nonce and attempt == 0):
             continue
         break
-    if answer is None or status != 200:
-        return None, fetched.problem or _error_of(answer) or f"HTTP {status}"
+    if answer is None or fetched.status != 200:
+        return None, fetched.problem or error_of(answer) or f"HTTP {fetched.status}"
+    return answer, ""
+
+
+def _token_request(discovery: Discovery, client: ClientCredentials | None,
+                   form: dict[str, str], granted: tuple[str, ...],
+                   prover: Prover | None = None,
+                   ) -> Generator[Step, Any, tuple[Tokens | None, str]]:
+    """POST ``form`` to the token endpoint (see :func:`post_form`): (tokens, "") or
+    (None, why). ``granted``: the scopes to assume when the answer names none (RFC 6749
+    §5.1: as requested)."""
+    answer, problem = yield from post_form(discovery, client, form, prover=prover)
+    if answer is None:
+        return None, problem
     token, kind = answer.get("access_token"), answer.get("token_type", "Bearer")
     if not isinstance(token, str) or not token or not isinstance(kind, str):
         return None, "the answer has no access_token"
@@ -184,6 +239,34 @@ def _token_request(discovery: Discovery, client: ClientCredentials, form: dict[s
         else form.get("refresh_token"),
         scopes=tuple(scope.split()) if isinstance(scope, str) else granted,
         dpop_jwk=prover.key.private_jwk if bound and prover is not None else None), ""
+
+
+def require_grant(discovery: Discovery, grant: str,
+                  server: str = "authorization server") -> None:
+    """``AuthorizationFailed`` when the server's ``grant_types_supported`` is given and
+    lacks ``grant`` (RFC 8414 §2), so nothing is sent to a server that said no."""
+    grants = discovery.metadata.get("grant_types_supported")
+    if isinstance(grants, list) and grant not in grants:
+        raise AuthorizationFailed(
+            f"the {server} {discovery.issuer!r} does not list the {grant} grant in "
+            "grant_types_supported; not asking it")
+
+
+def request_tokens(discovery: Discovery, client: ClientCredentials | None,
+                   form: dict[str, str], scopes: tuple[str, ...], what: str,
+                   prover: Prover | None = None) -> Generator[Step, Any, Tokens]:
+    """Tokens for the grant in ``form`` (``scope`` added from ``scopes`` when there are
+    any), without a refresh token (the grant is made again instead), after checking the
+    server's ``grant_types_supported`` lists the grant (else nothing is sent).
+    ``AuthorizationFailed`` naming ``what`` was refused, and why."""
+    require_grant(discovery, form["grant_type"])
+    if scopes:
+        form["scope"] = " ".join(scopes)
+    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
+    if tokens is None:
+        raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused "
+                                  f"{what}: {problem}")
+    return replace(tokens, refresh_token=None)
 
 
 def exchange_code(discovery: Discovery, client: ClientCredentials, *, code: str,
@@ -220,17 +303,7 @@ def client_credentials(discovery: Discovery, client: ClientCredentials,
     token is asked for instead). ``AuthorizationFailed`` when refused, or when the
     server's ``grant_types_supported`` is given and lacks ``client_credentials`` (the
     credentials are then not sent at all)."""
-    grants = discovery.metadata.get("grant_types_supported")
-    if isinstance(grants, list) and "client_credentials" not in grants:
-        raise AuthorizationFailed(
-            f"the authorization server {discovery.issuer!r} does not list the "
-            "client_credentials grant in grant_types_supported; not asking it")
     form = {"grant_type": "client_credentials", "resource": discovery.resource}
-    if scopes:
-        form["scope"] = " ".join(scopes)
-    tokens, problem = yield from _token_request(discovery, client, form, scopes, prover)
-    if tokens is None:
-        raise AuthorizationFailed(f"the token endpoint of {discovery.issuer!r} refused the "
-                                  f"client credentials of {client.client_id[:100]!r}: "
-                                  f"{problem}")
-    return replace(tokens, refresh_token=None)
+    return (yield from request_tokens(
+        discovery, client, form, scopes,
+        f"the client credentials of {client.client_id[:100]!r}", prover))

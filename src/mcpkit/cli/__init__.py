@@ -491,8 +491,6 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_run(args)
         if args.command == "check":
             return cmd_check(args)
-        if args.command == "logout":
-            return login.cmd_logout(args)
         if args.command == "dev":
             return dev.run(args)
         if args.command == "install":
@@ -501,6 +499,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             except install.InstallError as exc:
                 _fail(str(exc), EXIT_ERROR)
         import anyio
+
+        if args.command == "logout":
+            logged_out: int = anyio.run(login.cmd_logout, args)
+            return logged_out
 
         if args.command == "login":
             status: int = anyio.run(login.cmd_login, args)

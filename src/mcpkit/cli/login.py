@@ -3,7 +3,8 @@
 What: ``login URL`` runs the OAuth authorization code flow with PKCE against the MCP
 server at URL (``OAuth`` with a ``LoopbackRedirect``: the URL is printed, a browser
 opened when there is one, the redirect caught on a 127.0.0.1 port) and keeps the tokens
-in the token file (:func:`token_path`); ``logout URL`` removes them. ``list``, ``call``,
+in the token file (:func:`token_path`); ``logout URL`` revokes them at the authorization
+server (RFC 7009, when it has a revocation endpoint) and removes them. ``list``, ``call``,
 ``read``, ``prompt`` and ``check`` use a stored login for their URL when there is one
 (:func:`stored_auth`, :func:`stored_access_token`): through ``OAuth`` over the same file,
 so an expired token is refreshed, but never by starting a login: a login that no longer
@@ -243,18 +244,28 @@ async def cmd_login(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def cmd_logout(args: argparse.Namespace) -> int:
+async def cmd_logout(args: argparse.Namespace) -> int:
+    """Revoke (RFC 7009) then delete the stored tokens for the URL; a revocation that
+    fails is reported on stderr, the tokens are deleted anyway."""
     url = _url_of(args)
     if not token_path().exists():
         print(f"No stored login for {url} (no token file at {token_path()}).")
         return EXIT_OK
+    from ..auth import revoke_tokens
+
     store = _store()
     found = _stored(store, url)
-    for issuer, resource, _ in found:
-        store.set_tokens(issuer, resource, None)
     if not found:
         print(f"No stored login for {url} (in {token_path()}).")
     for issuer, resource, _ in found:
+        if args.no_revoke:
+            store.set_tokens(issuer, resource, None)
+        else:
+            outcome = await revoke_tokens(store, issuer, resource, timeout=args.timeout)
+            for problem in outcome.problems:
+                sys.stderr.write(f"mcpkit: warning: {problem}\n")
+            if outcome.revoked:
+                print(f"Revoked at {issuer}: {' and '.join(outcome.revoked)}.")
         print(f"Logged out: removed the tokens from {issuer} for {resource}.")
     return EXIT_OK
 
@@ -281,5 +292,14 @@ def add_parsers(sub: Any) -> None:
     login.add_argument("--wait", type=float, default=300.0,
                        help="seconds to wait for the browser to come back (default 300)")
     login.add_argument("--timeout", type=float, default=30.0, help="seconds per request")
-    logout = sub.add_parser("logout", help="forget the stored login for an MCP server")
+    logout = sub.add_parser("logout", help="revoke and forget the stored login for an MCP "
+                            "server", description="Revoke the stored refresh and access "
+                            "tokens at the authorization server's revocation endpoint "
+                            "(RFC 7009, when it has one), then delete them from "
+                            f"{token_path()} whatever it answered.")
     logout.add_argument("url", metavar="URL")
+    logout.add_argument("--no-revoke", action="store_true",
+                        help="only delete the tokens locally (they stay valid until they "
+                        "expire)")
+    logout.add_argument("--timeout", type=float, default=15.0,
+                        help="seconds for the whole revocation (default 15)")
