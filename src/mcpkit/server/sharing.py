@@ -69,8 +69,6 @@ class Sharing:
         """The app's lifespan: the server's, with announcements on while it runs."""
         self._loop = asyncio.get_running_loop()
         self._spawn(self._listen())
-        if self.relay is not None:
-            self._spawn(self._keep(self.relay.start))
         self.peers.announce, self.peers.reaches = self.announce, self.reaches
         try:
             async with self.lifespan() as state:
@@ -125,9 +123,12 @@ class Sharing:
             log.warning("a change could not be announced to the other instances: %s", exc)
 
     async def _listen(self) -> None:
-        """Listen to the deployment channel, retrying while Redis cannot be reached."""
+        """Listen to the deployment channel (and the task relay's), retrying while Redis
+        cannot be reached."""
         await self._keep(lambda: self.stores.bus.listen(DEPLOYMENT, self.heard))
         self._listening = True
+        if self.relay is not None:  # then this instance's task channel (one at a time)
+            await self._keep(self.relay.start)
 
     @staticmethod
     async def _keep(start: Callable[[], Any]) -> None:
