@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import secrets
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -75,6 +74,8 @@ class TaskRelay:
         """``op`` done by the instance running ``task_id``: its value, a raised
         ``ReplayedError``, or ``NO_REPLY`` (no live instance runs it, or none answered
         within ``timeout``)."""
+        import secrets  # here, not at import: a server that shares no tasks never needs it
+
         runner = await self.store.runner(task_id)
         if runner is None or runner == self.instance:
             return NO_REPLY
