@@ -85,14 +85,14 @@ async def test_elicitation_rides_the_tasks_result_stream(http: httpx.AsyncClient
         assert (await wait_status(c, task_id, "completed"))["status"] == "completed"
 
 
-class EverythingProcess:
-    """``examples/everything.py --http <options>`` as a process of its own group."""
+class _Process:
+    """``examples/everything.py --http --sqlite db`` as a process of its own group."""
 
-    def __init__(self, port: int, *options: str) -> None:
+    def __init__(self, port: int, db: Path) -> None:
         self.url = f"http://127.0.0.1:{port}/mcp"
         self.proc = subprocess.Popen(
             [sys.executable, str(ROOT / "examples" / "everything.py"), "--http", "--port",
-             str(port), *options],
+             str(port), "--sqlite", str(db)],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline:
@@ -116,7 +116,7 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
     finished task still answers tasks/result with its result; the task that was running
     is failed, with a message that says the server restarted."""
     db, port = tmp_path / "mcp.db", free_port()
-    first = EverythingProcess(port, "--sqlite", str(db))
+    first = _Process(port, db)
     try:
         c = McpHttp(http, first.url)
         await c.initialize(LATEST)
@@ -127,7 +127,7 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
             "seconds": 60}, "task": {}})).json["result"]["task"]["taskId"]
     finally:
         first.kill()
-    second = EverythingProcess(port, "--sqlite", str(db))
+    second = _Process(port, db)
     try:
         reply = await c.request("tasks/result", {"taskId": done})
         assert "result" in reply.json, reply.json

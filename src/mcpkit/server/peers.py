@@ -20,7 +20,6 @@ key there without touching mcpkit's bookkeeping.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -137,14 +136,7 @@ class Peers:
 
     def task_changed(self, task_id: str, params: JSON) -> None:
         """Send ``notifications/tasks`` (the DetailedTask ``params``) to the listen streams
-        that asked for ``task_id`` (2026-07-28 tasks extension): here at once (in order),
-        and announced to the other instances when shared."""
-        self.heard_task_changed(task_id, params)
-        if self.announce is not None:
-            self.announce("tasks", json.dumps([task_id, params]))
-
-    def heard_task_changed(self, task_id: str, params: JSON) -> None:
-        """Deliver ``notifications/tasks`` to this instance's listen streams."""
+        that asked for ``task_id`` (2026-07-28 tasks extension)."""
         for (session, rid), honoured in list(self.listening.items()):
             if task_id in honoured.get("taskIds", ()):
                 session.notify("notifications/tasks",
