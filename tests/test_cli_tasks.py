@@ -117,3 +117,13 @@ def test_live_without_a_total(total: float | None, shown: str) -> None:
     out = io.StringIO()
     Live(out, "t1").progress(3, total, None)
     assert out.getvalue() == shown + "\n"
+
+
+def test_task_ids_never_look_like_options() -> None:
+    """A task id starting with '-' was taken by argparse for an option (seen in CI:
+    ``mcpkit tasks get URL -_wL...`` failed); ids never start with one."""
+    from mcpkit.protocol.tasks import new_task_id
+
+    ids = [new_task_id(3) for _ in range(2000)]  # 4 characters: '-' first 1 in 64 draws
+    assert not [i for i in ids if i.startswith("-")]
+    assert len(set(ids)) > 1900 and all(len(i) == 4 for i in ids)

@@ -13,7 +13,6 @@ the status changes. Ids are unguessable; a task is kept ``ttl`` ms after its cre
 from __future__ import annotations
 
 import logging
-import secrets
 import time
 from collections.abc import Coroutine
 from typing import Any
@@ -27,6 +26,7 @@ from ..protocol.tasks import (
     CORE_STATUS_NOTIFICATION,
     create_result,
     is_terminal,
+    new_task_id,
     requested_ttl,
     task_fields,
     task_id_param,
@@ -101,7 +101,7 @@ class TaskHost:
         except BaseException:
             work.close()
             raise
-        task = HostedTask(secrets.token_urlsafe(18),
+        task = HostedTask(new_task_id(18),
                           DEFAULT_TTL_MS if ttl is None else min(ttl, MAX_TTL_MS))
         self._tasks[task.id] = task
         session.spawn(lambda: self._run(session, task, method, work))

@@ -177,6 +177,17 @@ def requested_ttl(params: JSON) -> tuple[bool, int | None]:
     return True, ttl
 
 
+def new_task_id(nbytes: int = 24) -> str:
+    """An unguessable task id (``nbytes`` random bytes, URL-safe base64) that never
+    starts with ``-``, so a command line never takes it for an option."""
+    import secrets  # here: importing mcpkit must not load it (tests/test_startup.py)
+
+    while True:
+        task_id = secrets.token_urlsafe(nbytes)
+        if not task_id.startswith("-"):
+            return task_id
+
+
 def task_id_param(params: JSON) -> str:
     """The ``taskId`` a ``tasks/*`` request names (R25-11.TASKS.10: never the meta)."""
     task_id = params.get("taskId")

@@ -32,6 +32,7 @@ from ..protocol.tasks import (
     WireForm,
     can_move,
     is_terminal,
+    new_task_id,
     related_meta,
     task_fields,
     with_related,
@@ -264,9 +265,7 @@ class TaskManager:
     def _new_run(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
                  session: Session | None, progress_token: str | int | None, now: float
                  ) -> TaskRun:
-        import secrets  # here, not at import: a server without tasks never needs it
-
-        record = TaskRecord(secrets.token_urlsafe(24), owner, "ext" if form.extension
+        record = TaskRecord(new_task_id(), owner, "ext" if form.extension
                             else "core", method, "working", now, now, self.ttl(ttl_ms),
                             self.poll_ms)
         run = TaskRun(self, record, form, session, progress_token)
