@@ -35,9 +35,9 @@ class Problem:
     schema: Any = None
 
 
-def where(path: Sequence[str | int]) -> str:
-    """``bookmark/tags/0``; ``arguments`` for the arguments object itself."""
-    return "/".join(str(p) for p in path) or "arguments"
+def where(path: Sequence[str | int], top: str = "arguments") -> str:
+    """``bookmark/tags/0``; ``top`` for the object itself."""
+    return "/".join(str(p) for p in path) or top
 
 
 def resolve_ref(root: JSON, schema: Any, depth: int = 0) -> Any:
@@ -220,14 +220,15 @@ def schema_problems(root: JSON, errors: Iterable[Any], limit: int = MAX_PROBLEMS
     return out
 
 
-def pydantic_problems(root: JSON, param: str, exc: Any,
+def pydantic_problems(root: JSON, under: tuple[str | int, ...], exc: Any,
                       limit: int = MAX_PROBLEMS) -> list[Problem]:
-    """Problems from a pydantic ``ValidationError`` raised while converting the
-    parameter ``param``: its ``loc`` below the parameter, its ``msg`` (never the input
-    echo, the error type tag or the documentation link)."""
+    """Problems from a pydantic ``ValidationError`` raised while converting the value at
+    ``under`` (a tool's parameter, or ``()`` for a whole elicitation answer): its
+    ``loc`` below that, its ``msg`` (never the input echo, the error type tag or the
+    documentation link)."""
     out: list[Problem] = []
     for err in exc.errors(include_url=False, include_input=False)[:limit]:
-        path = (param, *(p for p in err.get("loc", ()) if isinstance(p, (str, int))))
+        path = (*under, *(p for p in err.get("loc", ()) if isinstance(p, (str, int))))
         out.append(Problem(path, str(err.get("msg") or "invalid value"),
                            at_instance_path(root, path)))
     return out

@@ -22,7 +22,7 @@ import enum
 from typing import Any, get_args, get_origin
 
 from ..protocol.errors import ToolError
-from .arg_errors import resolve_ref
+from .arg_errors import Problem, pydantic_problems, resolve_ref, schema_problems, where
 from .schema import type_schema
 from .validation import SchemaValidator
 
@@ -52,18 +52,17 @@ class Form:
         form (the tool then tells the model, which can ask again)."""
         content = content or {}
         if not self._validator.is_valid(content):
-            problems = [f"{'/'.join(map(str, e.instance_path)) or 'answer'}: {e.message}"
-                        for e in list(self._validator.iter_errors(content))[:5]]
-            raise ToolError("The user's answer did not fit the requested form ("
-                            + "; ".join(problems) + "). Ask again, or go on without it.")
+            raise _misfit(schema_problems(self.schema, self._validator.iter_errors(content),
+                                          limit=5))
         value = content.get(VALUE) if self.wrapped else content
         if self._adapter is not None:
             try:
                 return self._adapter.validate_python(value)
             except ValueError as exc:  # pydantic's ValidationError is a ValueError
-                raise ToolError("The user's answer did not fit the requested form ("
-                                f"{_first_error(exc)}). Ask again, or go on without it."
-                                ) from exc
+                if not callable(getattr(exc, "errors", None)):
+                    raise _misfit([Problem((), str(exc).splitlines()[0])]) from exc
+                raise _misfit(pydantic_problems(self.schema, (VALUE,) if self.wrapped
+                                                else (), exc, limit=1)) from exc
         if isinstance(self.tp, type) and issubclass(self.tp, enum.Enum):
             return self.tp(value)
         if get_origin(self.tp) is list:
@@ -151,11 +150,8 @@ def _field(root: JSON, sub: Any, name: str) -> tuple[JSON, bool]:
     return field, optional
 
 
-def _first_error(exc: Exception) -> str:
-    errors = getattr(exc, "errors", None)
-    if callable(errors):
-        first = errors(include_url=False, include_input=False)[:1]
-        if first:
-            where = "/".join(str(p) for p in first[0].get("loc", ())) or "answer"
-            return f"{where}: {first[0].get('msg')}"
-    return str(exc).splitlines()[0]
+def _misfit(problems: list[Problem]) -> ToolError:
+    """The error a tool's model reads when the user's answer does not fit the form."""
+    said = "; ".join(f"{where(p.path, 'answer')}: {p.message}" for p in problems)
+    return ToolError(f"The user's answer did not fit the requested form ({said}). Ask "
+                     "again, or go on without it.")

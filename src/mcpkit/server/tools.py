@@ -178,7 +178,7 @@ class Tool:
         (an ``HttpUrl``, a custom validator), in the same words as a schema failure."""
         cause = exc.cause
         if callable(getattr(cause, "errors", None)):
-            problems = pydantic_problems(self.input_schema, exc.param, cause)
+            problems = pydantic_problems(self.input_schema, (exc.param,), cause)
         else:
             problems = [Problem((exc.param,), _short(cause),
                                 at_instance_path(self.input_schema, (exc.param,)))]
