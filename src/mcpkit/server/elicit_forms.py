@@ -19,6 +19,7 @@ client's word is not trusted), then converted: a model by pydantic, a primitive 
 from __future__ import annotations
 
 import enum
+import functools
 from typing import Any, get_args, get_origin
 
 from ..protocol.errors import ToolError
@@ -75,7 +76,22 @@ class Form:
 
 
 def form_for(tp: Any) -> Form:
-    """The form for ``tp``; ``TypeError`` when ``tp`` cannot be a flat form."""
+    """The form for ``tp``; ``TypeError`` when ``tp`` cannot be a flat form. Built once
+    per type (a handler asks with the same type on every call; building means a pydantic
+    ``TypeAdapter`` and a compiled validator)."""
+    try:
+        hash(tp)
+    except TypeError:  # an unhashable annotation: built each time
+        return _build(tp)
+    return _form_cached(tp)
+
+
+@functools.lru_cache(maxsize=256)
+def _form_cached(tp: Any) -> Form:
+    return _build(tp)
+
+
+def _build(tp: Any) -> Form:
     schema, adapter = type_schema(tp)
     root = schema
     schema = resolve_ref(root, schema)
