@@ -393,7 +393,12 @@ class HttpSession:
                 stream.end()
 
 
-__all__ = ["HttpSession", "Listener", "ResponseStream", "relay"]
+def is_answer(msg: Any) -> bool:
+    """Whether a decoded message is a JSON-RPC response (a result or an error)."""
+    return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
+
+
+__all__ = ["HttpSession", "Listener", "ResponseStream", "is_answer", "relay"]
 
 
 def forget_stored(sid: str, events: EventStore, sessions: SessionStore) -> None:
