@@ -24,7 +24,7 @@ import orjson
 from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
 from .asgi import SSE_HEADERS, Receive, Refused, Send, watch_disconnect
-from .http_streams import HttpSession, Listener, ResponseStream
+from .http_streams import HttpSession, Listener, ResponseStream, is_answer
 
 
 async def write_sse(stream: ResponseStream, listener: Listener, send: Send, receive: Receive,
@@ -125,7 +125,7 @@ def is_response(data: bytes) -> bool:
         msg = orjson.loads(data)
     except orjson.JSONDecodeError:
         return False
-    return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
+    return is_answer(msg)
 
 
 async def _follow(session: HttpSession, stream_id: str, after: int,

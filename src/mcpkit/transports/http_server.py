@@ -455,14 +455,14 @@ class StreamableHTTPApp:
                               on_notification=self.on_notification,
                               owner=identity_of(principal))
         rid = obj.get("id") if isinstance(obj, dict) else None
-        if self.shared is not None and is_valid_id(rid):
-            await self.shared.adopt(session, self._ended_elsewhere)
         if not is_valid_id(rid):
             direct = session.feed(obj, principal, peer)
             await respond(send, 400, direct[0] if direct else error_body(
                 INVALID_REQUEST, "Invalid Request: initialize needs a string or integer id."))
             return
         assert isinstance(rid, str | int)
+        if self.shared is not None:
+            await self.shared.adopt(session, self._ended_elsewhere)
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[rid] = stream
         session.feed(obj, principal, peer)

@@ -41,7 +41,7 @@ from ..storage.bus import ANSWER, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
-from .http_streams import HttpSession
+from .http_streams import HttpSession, is_answer
 
 log = logging.getLogger("mcpkit.http")
 
@@ -111,9 +111,7 @@ class SharedSessions:
         messages = obj if isinstance(obj, list) else [obj]
         keep = []
         for msg in messages:
-            if (isinstance(msg, dict) and "method" not in msg and "id" in msg
-                    and ("result" in msg or "error" in msg)
-                    and not session.conn.awaits(msg["id"])):
+            if is_answer(msg) and "id" in msg and not session.conn.awaits(msg["id"]):
                 await self.bus.publish(session.session_id, ANSWER + orjson.dumps(msg))
             else:
                 keep.append(msg)

@@ -185,7 +185,10 @@ class ResponseStream:
                     self.wakeup = asyncio.Event()
                 batch, self.queue = self.queue, []
                 for data, final in batch:
-                    event_id = await _stored(store, sid, self.id, data)
+                    try:
+                        event_id = await store.append(sid, self.id, data)
+                    except StoreUnavailable:  # a shared store: wait for it, in order
+                        event_id = await _stored_later(store, sid, self.id, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -202,17 +205,17 @@ class ResponseStream:
                 self.session.resumable.pop(self.id, None)
 
 
-async def _stored(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
-    """``store.append``, retried while a shared store is unreachable (for at most
-    ``STORE_OUTAGE`` seconds): events wait in order and nothing is lost meanwhile."""
+async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
+    """``store.append`` that failed once, retried while a shared store is unreachable (for
+    at most ``STORE_OUTAGE`` seconds): events wait in order and nothing is lost meanwhile."""
     deadline = time.monotonic() + STORE_OUTAGE
     while True:
+        await asyncio.sleep(STORE_RETRY)
         try:
             return await store.append(sid, stream_id, data)
         except StoreUnavailable:
             if time.monotonic() > deadline:
                 raise
-            await asyncio.sleep(STORE_RETRY)
 
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
@@ -390,7 +393,12 @@ class HttpSession:
                 stream.end()
 
 
-__all__ = ["HttpSession", "Listener", "ResponseStream", "relay"]
+def is_answer(msg: Any) -> bool:
+    """Whether a decoded message is a JSON-RPC response (a result or an error)."""
+    return isinstance(msg, dict) and "method" not in msg and ("result" in msg or "error" in msg)
+
+
+__all__ = ["HttpSession", "Listener", "ResponseStream", "is_answer", "relay"]
 
 
 def forget_stored(sid: str, events: EventStore, sessions: SessionStore) -> None:
