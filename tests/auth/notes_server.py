@@ -6,15 +6,20 @@ an app whose OAuth resource is its own loopback URL.
 ``write_note`` (needs ``notes:write``).
 ``served_at_own_url(build)``: a ``LiveServer`` whose app is ``build(url)``, made once the
 port is known (a resource URI must be the URL the server is reached at).
+``verified_at_own_url(issuer, build)``: the same with a ``JWTVerifier`` for ``issuer``'s
+tokens whose audience is that URL, the app being ``build(url, verifier)``; the verifier
+is closed on the server's loop when the block ends without an error.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 from mcpkit import Context, Server
+from mcpkit.auth import JWTVerifier
 from tests.support.http import LateApp, LiveServer
 
 
@@ -59,3 +64,18 @@ def served_at_own_url(build: Callable[[str], Any]) -> Iterator[LiveServer]:
     late.app = build(live.url)
     with live:
         yield live
+
+
+@contextmanager
+def verified_at_own_url(issuer: str, build: Callable[[str, JWTVerifier], Any], *,
+                        jwks_uri: str | None = None) -> Iterator[LiveServer]:
+    verifiers: list[JWTVerifier] = []
+
+    def app(url: str) -> Any:
+        verifiers.append(JWTVerifier(issuer=issuer, audience=url, jwks_uri=jwks_uri))
+        return build(url, verifiers[0])
+
+    with served_at_own_url(app) as live:
+        yield live
+        if live.loop is not None:
+            asyncio.run_coroutine_threadsafe(verifiers[0].aclose(), live.loop).result(5)

@@ -12,7 +12,6 @@ refused with the hint to log in.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import queue
@@ -30,11 +29,11 @@ import httpx
 import pytest
 
 from mcpkit import Context, Server
-from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
-from tests.support.http import LateApp, LiveServer
+from mcpkit.auth import Auth, ProtectedResource
+from tests.support.http import LiveServer
 from tests.support.oidc import OidcProvider
 
-from .notes_server import adding_server
+from .notes_server import adding_server, verified_at_own_url
 from .oauth_as import AuthServer
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -71,18 +70,11 @@ def setup(tmp_path: Path) -> Iterator[Setup]:
     auth = AuthServer()
     with LiveServer(auth) as idp:
         auth.base = idp.base
-        later = LateApp()
-        live = LiveServer(later)
-        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
-                               jwks_uri=f"{auth.base}/jwks")
-        later.app = adding_server().asgi_app(auth=Auth(
-            verifier, resource=ProtectedResource(live.url, [auth.issuer],
-                                                 scopes_supported=["notes:read"]),
-            required_scopes=["notes:read"]))
-        with live:
+        with verified_at_own_url(auth.issuer, lambda url, verifier: adding_server().asgi_app(
+                auth=Auth(verifier, resource=ProtectedResource(
+                    url, [auth.issuer], scopes_supported=["notes:read"]),
+                    required_scopes=["notes:read"])), jwks_uri=f"{auth.base}/jwks") as live:
             yield Setup(auth, live.url, tmp_path / "state")
-            if live.loop is not None:
-                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
 
 
 def login(setup: Setup, *options: str) -> tuple[subprocess.CompletedProcess[str], str]:
@@ -275,12 +267,9 @@ def test_login_at_oidc_provider_then_call_as_the_user(oidc: OidcProvider,
         assert ctx.auth is not None
         return f"{ctx.auth.subject} {' '.join(sorted(ctx.auth.scopes))}"
 
-    later = LateApp()
-    live = LiveServer(later)
-    verifier = JWTVerifier(issuer=oidc.issuer, audience=live.url)
-    later.app = server.asgi_app(auth=Auth(verifier, resource=ProtectedResource(
-        live.url, [oidc.issuer], scopes_supported=["notes:read", "notes:write"])))
-    with live:
+    with verified_at_own_url(oidc.issuer, lambda url, verifier: server.asgi_app(
+            auth=Auth(verifier, resource=ProtectedResource(
+                url, [oidc.issuer], scopes_supported=["notes:read", "notes:write"])))) as live:
         setup = Setup(AuthServer(), live.url, tmp_path / "state")
         done, page = login(setup, "--client-id", "cli", "--scope", "notes:read")
         assert done.returncode == 0, (done.stderr, oidc.log())
@@ -306,5 +295,3 @@ def test_login_at_oidc_provider_then_call_as_the_user(oidc: OidcProvider,
         assert (dead.status_code, dead.json()["error"]) == (400, "invalid_grant")
         refused = setup.mcpkit("call", live.url, "whoami")
         assert refused.returncode == 1 and f"mcpkit login {live.url}" in refused.stderr
-        if live.loop is not None:
-            asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)

@@ -12,7 +12,6 @@ server that keeps asking for a nonce (bounded requests).
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -35,9 +34,9 @@ from mcpkit.auth import (
     ProtectedResource,
 )
 from mcpkit.client import Client
-from tests.support.http import LateApp, LiveServer
+from tests.support.http import LiveServer
 
-from .notes_server import adding_server
+from .notes_server import adding_server, verified_at_own_url
 from .oauth_as import AuthServer
 
 pytestmark = pytest.mark.anyio
@@ -58,30 +57,27 @@ def setup() -> Iterator[Setup]:
     auth = AuthServer(dpop_algs=["ES256", "RS256"], dpop_nonce="as-nonce-1")
     with LiveServer(auth) as idp:
         auth.base = idp.base
-        later = LateApp()
-        live = LiveServer(later)
-        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
-                               jwks_uri=f"{auth.base}/jwks")
-        protected = adding_server().asgi_app(auth=Auth(
-            verifier, resource=ProtectedResource(live.url, [auth.issuer],
-                                                 scopes_supported=["notes:read"]),
-            dpop=DPoPChecker(nonces=True)))
-        setup = Setup(auth, live.url, [], [False])
 
-        async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
-            if scope["type"] == "http" and scope["path"] == "/mcp":
-                header = dict(scope["headers"]).get(b"authorization", b"")
-                setup.hits.append(header.decode().partition(" ")[0])
-                if setup.nonce_always[0] and header.startswith(b"DPoP "):
-                    await _use_nonce(send)
-                    return
-            await protected(scope, receive, send)
+        def build(url: str, verifier: JWTVerifier) -> Any:
+            protected = adding_server().asgi_app(auth=Auth(
+                verifier, resource=ProtectedResource(url, [auth.issuer],
+                                                     scopes_supported=["notes:read"]),
+                dpop=DPoPChecker(nonces=True)))
 
-        later.app = counted
-        with live:
+            async def counted(scope: dict[str, Any], receive: Any, send: Any) -> None:
+                if scope["type"] == "http" and scope["path"] == "/mcp":
+                    header = dict(scope["headers"]).get(b"authorization", b"")
+                    setup.hits.append(header.decode().partition(" ")[0])
+                    if setup.nonce_always[0] and header.startswith(b"DPoP "):
+                        await _use_nonce(send)
+                        return
+                await protected(scope, receive, send)
+
+            return counted
+
+        with verified_at_own_url(auth.issuer, build, jwks_uri=f"{auth.base}/jwks") as live:
+            setup = Setup(auth, live.url, [], [False])  # read by counted, at requests
             yield setup
-            if live.loop is not None:
-                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
 
 
 async def _use_nonce(send: Any) -> None:

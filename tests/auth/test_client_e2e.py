@@ -9,7 +9,6 @@ reaches the caller as ``AuthorizationFailed``.
 
 from __future__ import annotations
 
-import asyncio
 import socket
 import stat
 from collections.abc import Iterator
@@ -24,14 +23,13 @@ from mcpkit.auth import (
     BearerAuth,
     FileTokenStore,
     FollowRedirect,
-    JWTVerifier,
     OAuth,
     ProtectedResource,
 )
 from mcpkit.client import Client
-from tests.support.http import LateApp, LiveServer
+from tests.support.http import LiveServer
 
-from .notes_server import adding_server
+from .notes_server import adding_server, verified_at_own_url
 from .oauth_as import AuthServer
 
 pytestmark = pytest.mark.anyio
@@ -50,19 +48,12 @@ def setup() -> Iterator[Setup]:
     auth = AuthServer()
     with LiveServer(auth) as idp:
         auth.base = idp.base
-        later = LateApp()
-        live = LiveServer(later)
-        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
-                               jwks_uri=f"{auth.base}/jwks")
-        later.app = BearerAuth(
-            adding_server().asgi_app(),
-            resource=ProtectedResource(live.url, [auth.issuer],
-                                       scopes_supported=["notes:read"]),
-            verifier=verifier, required_scopes=["notes:read"])
-        with live:
+        with verified_at_own_url(auth.issuer, lambda url, verifier: BearerAuth(
+                adding_server().asgi_app(),
+                resource=ProtectedResource(url, [auth.issuer], scopes_supported=["notes:read"]),
+                verifier=verifier, required_scopes=["notes:read"]),
+                jwks_uri=f"{auth.base}/jwks") as live:
             yield Setup(auth, live.url)
-            if live.loop is not None:
-                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
 
 
 async def test_client_authorizes_then_reuses_the_stored_token(setup: Setup,
@@ -110,18 +101,13 @@ async def test_an_unreachable_authorization_server_is_named_not_the_mcp_server()
     with socket.socket() as probe:  # a port nothing listens on once closed
         probe.bind(("127.0.0.1", 0))
         dead = f"http://127.0.0.1:{probe.getsockname()[1]}"
-    later = LateApp()
-    live = LiveServer(later)
-    verifier = JWTVerifier(issuer=dead, audience=live.url, jwks_uri=f"{dead}/jwks")
-    later.app = BearerAuth(adding_server().asgi_app(),
-                           resource=ProtectedResource(live.url, [dead]), verifier=verifier)
-    with live:
+    with verified_at_own_url(dead, lambda url, verifier: BearerAuth(
+            adding_server().asgi_app(), resource=ProtectedResource(url, [dead]),
+            verifier=verifier), jwks_uri=f"{dead}/jwks") as live:
         oauth = OAuth(FollowRedirect(REDIRECT))
         with pytest.raises(HandshakeError) as caught:
             async with Client(live.url, auth=oauth):
                 pass
-        if live.loop is not None:
-            asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
     assert not isinstance(caught.value, ServerUnreachable)
     message = str(caught.value)
     assert f"{dead}/.well-known/oauth-authorization-server" in message

@@ -27,13 +27,12 @@ from mcpkit.auth import (
     BearerAuth,
     DPoPChecker,
     JWTBearerAuth,
-    JWTVerifier,
     ProtectedResource,
 )
 from mcpkit.client import Client
-from tests.support.http import LateApp, LiveServer
+from tests.support.http import LiveServer
 
-from .notes_server import adding_server
+from .notes_server import adding_server, verified_at_own_url
 from .oauth_as import JWT_BEARER, AuthServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -79,19 +78,12 @@ def serve(hang: bool) -> Iterator[Setup]:
     app = HangingToken(auth)
     with LiveServer(app if hang else auth) as as_live:
         auth.base = as_live.base
-        later = LateApp()
-        live = LiveServer(later)
-        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
-                               jwks_uri=f"{auth.base}/jwks")
-        later.app = BearerAuth(adding_server().asgi_app(), verifier=verifier,
-                               resource=ProtectedResource(live.url, [auth.issuer],
-                                                          scopes_supported=["notes:read"]),
-                               required_scopes=["notes:read"])
-        with live:
+        with verified_at_own_url(auth.issuer, lambda url, verifier: BearerAuth(
+                adding_server().asgi_app(), verifier=verifier,
+                resource=ProtectedResource(url, [auth.issuer], scopes_supported=["notes:read"]),
+                required_scopes=["notes:read"]), jwks_uri=f"{auth.base}/jwks") as live:
             yield Setup(auth, live.url, key)
             app.released = True
-            if live.loop is not None:
-                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
 
 
 @pytest.fixture
@@ -155,20 +147,13 @@ async def test_a_workload_gets_a_dpop_bound_token(tmp_path: Any) -> None:
     auth.assertion_keys[ISSUER] = key
     with LiveServer(auth) as as_live:
         auth.base = as_live.base
-        later = LateApp()
-        live = LiveServer(later)
-        verifier = JWTVerifier(issuer=auth.issuer, audience=live.url,
-                               jwks_uri=f"{auth.base}/jwks")
-        later.app = adding_server().asgi_app(auth=Auth(
-            verifier, resource=ProtectedResource(live.url, [auth.issuer]),
-            dpop=DPoPChecker()))
-        with live:
+        with verified_at_own_url(auth.issuer, lambda url, verifier: adding_server().asgi_app(
+                auth=Auth(verifier, resource=ProtectedResource(url, [auth.issuer]),
+                          dpop=DPoPChecker())), jwks_uri=f"{auth.base}/jwks") as live:
             setup = Setup(auth, live.url, key)
             flow = JWTBearerAuth(setup.workload_jwt(), dpop=True)
             async with Client(live.url, auth=flow) as client:
                 assert (await client.call_tool("add", {"a": 4, "b": 4})).text == "8"
-            if live.loop is not None:
-                asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
     held = flow.store.get_tokens(auth.issuer, live.url)
     assert held is not None and held.token_type == "DPoP"
     assert [c.get("nonce") for _, c in auth.dpop_proofs] == [None, "n-1"]

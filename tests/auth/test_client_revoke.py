@@ -21,7 +21,6 @@ from mcpkit.auth import (
     BearerAuth,
     ClientCredentials,
     FollowRedirect,
-    JWTVerifier,
     MemoryTokenStore,
     OAuth,
     ProtectedResource,
@@ -29,10 +28,10 @@ from mcpkit.auth import (
     revoke_tokens,
 )
 from mcpkit.client import Client
-from tests.support.http import LateApp, LiveServer
+from tests.support.http import LiveServer
 from tests.support.oidc import RESOURCE, SECRET, OidcProvider
 
-from .notes_server import adding_server
+from .notes_server import adding_server, verified_at_own_url
 from .oauth_as import AuthServer
 
 pytestmark = [pytest.mark.anyio, pytest.mark.timeout(120)]
@@ -152,13 +151,10 @@ async def test_nothing_stored_is_nothing_sent(auth_server: AuthServer) -> None:
 
 async def test_oauth_logout_after_a_real_authorization(auth_server: AuthServer) -> None:
     auth_server.revocation = True
-    later = LateApp()
-    live = LiveServer(later)
-    verifier = JWTVerifier(issuer=auth_server.issuer, audience=live.url,
-                           jwks_uri=f"{auth_server.base}/jwks")
-    later.app = BearerAuth(adding_server().asgi_app(), verifier=verifier,
-                           resource=ProtectedResource(live.url, [auth_server.issuer]))
-    with live:
+    with verified_at_own_url(auth_server.issuer, lambda url, verifier: BearerAuth(
+            adding_server().asgi_app(), verifier=verifier,
+            resource=ProtectedResource(url, [auth_server.issuer])),
+            jwks_uri=f"{auth_server.base}/jwks") as live:
         oauth = OAuth(FollowRedirect("http://127.0.0.1:9/callback"))
         async with Client(live.url, auth=oauth) as client:
             assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
@@ -172,8 +168,6 @@ async def test_oauth_logout_after_a_real_authorization(auth_server: AuthServer) 
         assert auth_server.revoked[0] == ("refresh_token", tokens.refresh_token)
         with pytest.raises(ValueError, match="no authorization"):
             await oauth.logout("http://127.0.0.1:9/elsewhere")
-        if live.loop is not None:
-            asyncio.run_coroutine_threadsafe(verifier.aclose(), live.loop).result(5)
 
 
 async def test_a_revoked_refresh_token_no_longer_works_at_oidc_provider(

@@ -31,8 +31,6 @@ def parse_authorization(value: str | None) -> str | None:
     """The bearer token in an ``Authorization`` header value; ``None`` when there is no
     header or it carries another scheme's credentials. Raises ``MalformedAuthorization``
     for a malformed bearer header (see the module docstring)."""
-    if value is not None and value.startswith("Bearer ") and B64TOKEN.fullmatch(value, 7):
-        return value[7:]  # the usual spelling, at once
     found = parse_credentials(value)
     return None if found is None else found[1]
 
@@ -45,6 +43,8 @@ def parse_credentials(value: str | None, schemes: tuple[str, ...] = ("bearer",),
     ``MalformedAuthorization`` as :func:`parse_authorization` does."""
     if value is None:
         return None
+    if value.startswith("Bearer ") and "bearer" in schemes and B64TOKEN.fullmatch(value, 7):
+        return "bearer", value[7:]  # the usual spelling, at once (every request)
     scheme, _, rest = value.strip(" \t").partition(" ")
     if not _SCHEME.fullmatch(scheme):
         raise MalformedAuthorization("the Authorization header is not 'Bearer <token>'")

@@ -38,7 +38,7 @@ from .client_challenge import BearerChallenge
 from .client_discovery import Discovery
 from .client_dpop import DPoPKey
 from .client_jwt import PrivateKeyJWT
-from .client_oauth import OAuth, _another, _Server
+from .client_oauth import OAuth, _Server
 from .client_steps import Call, Exclusive, Step
 from .client_store import ClientCredentials, Tokens, TokenStore
 from .client_tokens import SECRET_METHODS
@@ -158,7 +158,7 @@ class GrantAuth(OAuth):
         """A stored token other than the refused one, else a new one (no refresh)."""
         discovery = yield from self._discover(server, known, challenge)
         held = self.store.get_tokens(discovery.issuer, discovery.resource)
-        if _another(held, sent):
+        if self._another(held, sent):
             assert held is not None
             return held
         wanted = (self.scopes if self.scopes is not None

@@ -170,7 +170,7 @@ class OAuth(httpx.Auth):
         if known.discovery is None:
             return None
         tokens = self.store.get_tokens(known.discovery.issuer, known.discovery.resource)
-        if tokens is None or not _usable(tokens):
+        if tokens is None or not self._usable(tokens):
             return None
         self._present(request, tokens)
         return tokens
@@ -207,6 +207,16 @@ class OAuth(httpx.Auth):
             self._stored_key = (tokens.dpop_jwk, key)
         return key
 
+    def _usable(self, tokens: Tokens) -> bool:
+        """Whether ``tokens`` can be presented (a DPoP-bound one needs its key, read once
+        by :meth:`_key_of`, not on every request)."""
+        return not tokens.dpop_bound or self._key_of(tokens) is not None
+
+    def _another(self, held: Tokens | None, sent: Tokens | None) -> bool:
+        """Whether ``held`` is a usable, unexpired token other than the refused ``sent``."""
+        return (held is not None and self._usable(held) and not held.expired()
+                and (sent is None or held.access_token != sent.access_token))
+
     def _discover(self, server: str, known: _Server,
                   challenge: BearerChallenge) -> Generator[Step, Any, Discovery]:
         """Discovery, done again on every challenge (the resource may have moved to
@@ -221,7 +231,7 @@ class OAuth(httpx.Auth):
         or a new authorization."""
         discovery = yield from self._discover(server, known, challenge)
         held = self.store.get_tokens(discovery.issuer, discovery.resource)
-        if _another(held, sent):
+        if self._another(held, sent):
             assert held is not None
             return held  # another request renewed it meanwhile, or an earlier run did
         if held is not None and held.refresh_token:
@@ -355,17 +365,6 @@ class OAuth(httpx.Auth):
             flow.close()
             if held:
                 self._task_lock.release()
-
-
-def _usable(tokens: Tokens) -> bool:
-    """Whether ``tokens`` can be presented (a DPoP-bound one needs its key)."""
-    return not tokens.dpop_bound or dpop_from_store(tokens.dpop_jwk) is not None
-
-
-def _another(held: Tokens | None, sent: Tokens | None) -> bool:
-    """Whether ``held`` is a usable, unexpired token other than the refused ``sent``."""
-    return (held is not None and _usable(held) and not held.expired()
-            and (sent is None or held.access_token != sent.access_token))
 
 
 def _bound(response: httpx.Response, step: Fetch) -> None:

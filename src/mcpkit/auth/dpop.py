@@ -39,13 +39,12 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
-import orjson
 from joserfc import jwk, jws
 from joserfc.errors import JoseError
 
 from ..protocol.errors import InvalidDPoPProof, UseDPoPNonce
 from .cache import TokenCache
-from .jwt import DEFAULT_ALGORITHMS
+from .jwt import DEFAULT_ALGORITHMS, verified_claims
 
 PROOF_ALGORITHMS = DEFAULT_ALGORITHMS
 """The proof algorithms accepted by default: the asymmetric ones access tokens may be
@@ -191,18 +190,8 @@ class DPoPChecker:
             raise InvalidDPoPProof("the DPoP proof uses JWS extensions this server does "
                                    "not accept")
         key = _public_key(header.get("jwk"), alg)
-        try:
-            valid = jws.validate_compact(signed, key, registry=self._registries[alg])
-        except (JoseError, ValueError, TypeError):
-            valid = False
-        if not valid:
-            raise InvalidDPoPProof("the DPoP proof's signature is not valid")
-        try:
-            claims = orjson.loads(signed.payload)
-        except orjson.JSONDecodeError:
-            claims = None
-        if not isinstance(claims, dict):
-            raise InvalidDPoPProof("the DPoP proof's claims are not a JSON object")
+        claims = verified_claims(signed, key, self._registries[alg], "the DPoP proof",
+                                 InvalidDPoPProof)
         jti = claims.get("jti")
         if not isinstance(jti, str) or not jti or len(jti) > MAX_JTI_LENGTH:
             raise InvalidDPoPProof("the DPoP proof has no usable jti")

@@ -29,7 +29,7 @@ import orjson
 from joserfc import jws
 from joserfc.errors import JoseError
 
-from ..protocol.errors import InvalidToken
+from ..protocol.errors import AuthError, InvalidToken
 from .access_token import AccessToken
 from .cache import TokenCache, token_key, within_expiry
 from .claims import Audience, ClaimRules
@@ -132,16 +132,25 @@ class JWTVerifier:
         if kid is not None and not isinstance(kid, str):
             raise InvalidToken("the token's key id is malformed")
         key = await self.keys.key_for(kid, alg)
-        try:
-            valid = jws.validate_compact(signed, key, registry=self._registries[alg])
-        except (JoseError, ValueError, TypeError):
-            valid = False
-        if not valid:
-            raise InvalidToken("the token's signature is not valid")
-        try:
-            claims = orjson.loads(signed.payload)
-        except orjson.JSONDecodeError:
-            claims = None
-        if not isinstance(claims, dict):
-            raise InvalidToken("the token's claims are not a JSON object")
+        claims = verified_claims(signed, key, self._registries[alg], "the token", InvalidToken)
         return self.rules.access_token(claims, now=time.time(), complete=True)
+
+
+def verified_claims(signed: jws.CompactSignature, key: Any, registry: jws.JWSRegistry,
+                    what: str, error: type[AuthError]) -> dict[str, Any]:
+    """The claims of ``signed`` once its signature checks out with ``key``; raises
+    ``error`` ("``what``'s signature is not valid", "... claims are not a JSON object")
+    otherwise. Shared by access tokens and DPoP proofs (``dpop``)."""
+    try:
+        valid = jws.validate_compact(signed, key, registry=registry)
+    except (JoseError, ValueError, TypeError):
+        valid = False
+    if not valid:
+        raise error(f"{what}'s signature is not valid")
+    try:
+        claims = orjson.loads(signed.payload)
+    except orjson.JSONDecodeError:
+        claims = None
+    if not isinstance(claims, dict):
+        raise error(f"{what}'s claims are not a JSON object")
+    return claims
