@@ -64,10 +64,13 @@ def explain(report: Report) -> str:
 
 @contextmanager
 def http_server(*args: str) -> Iterator[str]:
-    """Start ``args`` (a script and its options, ``--port`` appended) on a free loopback port;
-    yield the MCP URL once it accepts connections; stop it afterwards."""
+    """Start ``args`` (a script and its options) on a free loopback port, given as the
+    argument ``{port}`` if there is one, else appended as ``--port N``; yield the MCP URL once
+    it accepts connections; stop it afterwards."""
     port = free_port()
-    proc = subprocess.Popen([PY, *args, "--port", str(port)])
+    argv = ([str(port) if a == "{port}" else a for a in args] if "{port}" in args
+            else [*args, "--port", str(port)])
+    proc = subprocess.Popen([PY, *argv])
     try:
         deadline = time.monotonic() + 15
         while True:

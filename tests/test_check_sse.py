@@ -6,7 +6,6 @@ and never a hang."""
 
 from __future__ import annotations
 
-import sys
 import time
 from pathlib import Path
 
@@ -38,28 +37,8 @@ def test_mcpkit_legacy_endpoint_is_probed_and_passes() -> None:
 
 
 def test_official_sdk_sse_server_is_probed() -> None:
-    from tests.support.http import free_port
-
-    port = free_port()
-    import subprocess
-
-    proc = subprocess.Popen([sys.executable, str(SERVERS / "official_http.py"), str(port),
-                             "--sse"], stderr=subprocess.DEVNULL)
-    try:
-        import httpx
-
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                httpx.get(f"http://127.0.0.1:{port}/nothing", timeout=1, trust_env=False)
-                break
-            except httpx.TransportError:
-                assert time.monotonic() < deadline and proc.poll() is None
-                time.sleep(0.05)
-        report = check(f"http://127.0.0.1:{port}/sse")
-    finally:
-        proc.terminate()
-        proc.wait(5)
+    with http_server(str(SERVERS / "official_http.py"), "{port}", "--sse") as url:
+        report = check(url.replace("/mcp", "/sse"))
     assert report.eras[0].served and report.eras[0].revision == "2025-11-25"
     failed = {f.rule for f in report.failures(frozenset({"MUST"}))}
     # the official SDK's known defects, now seen over its legacy transport too

@@ -9,13 +9,13 @@ cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers
 vscode          Code/User/mcp.json (per OS); project: .vscode/   servers
 =============== ============================================== ============
 
-:func:`config_path` is the path table (``mcpkit install`` writes there, ``mcpkit check
---config auto`` reads there); :func:`read_config` turns one file into
-:class:`ServerEntry` items. Claude Code's ``~/.claude.json`` also keeps servers per project
-(``projects.<dir>.mcpServers``); those are read too, named ``name (dir)``. VS Code allows
-comments and trailing commas in its JSON; they are read. An entry that names neither a
-command nor a URL is kept with its ``problem`` said, so the check reports it instead of
-skipping it silently.
+:func:`config_path` is the path table and :data:`SERVERS_KEY` the key of each host's servers
+(``mcpkit install`` writes there, ``mcpkit check --config auto`` reads there);
+:func:`read_config` turns one file into :class:`ServerEntry` items. Claude Code's
+``~/.claude.json`` also keeps servers per project (``projects.<dir>.mcpServers``); those are
+read too, named ``name (dir)``. VS Code allows comments and trailing commas in its JSON;
+they are read. An entry that names neither a command nor a URL is kept with its ``problem``
+said, so the check reports it instead of skipping it silently.
 """
 
 from __future__ import annotations
@@ -30,6 +30,9 @@ from typing import Any
 import orjson
 
 HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+SERVERS_KEY = {"claude-desktop": "mcpServers", "claude-code": "mcpServers",
+               "cursor": "mcpServers", "vscode": "servers"}
+"""The object of each host's configuration that holds its servers, by name."""
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 """A configuration larger than this is refused (``~/.claude.json`` keeps history too)."""
 
@@ -168,7 +171,7 @@ def read_config(path: str | Path) -> list[ServerEntry]:
         raise HostConfigError(f"{p} is not a JSON object")
     found: list[ServerEntry] = []
     seen = False
-    for key in ("mcpServers", "servers"):
+    for key in dict.fromkeys(SERVERS_KEY.values()):  # any host's file: every key
         servers = doc.get(key)
         if isinstance(servers, dict):
             seen = True

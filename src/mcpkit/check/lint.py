@@ -25,10 +25,9 @@ This module runs the rules; they live by subject, each documenting its heuristic
 from __future__ import annotations
 
 from . import lint_calls, lint_contracts, lint_names, lint_params, lint_texts
-from .lint_common import Check, to_json
+from .lint_common import Check, rule_findings
 from .lint_input import LintInput, ProvokedError, ToolCall
 from .model import Era, Finding
-from .rules import RULES, finding
 
 __all__ = ["LintInput", "ProvokedError", "ToolCall", "lint"]
 
@@ -44,16 +43,4 @@ _CHECKS: dict[str, Check] = {
 
 def lint(data: LintInput, era: Era) -> list[Finding]:
     """One finding per ``LINT.*`` rule of the catalogue, in catalogue order."""
-    out = []
-    for rule in RULES:
-        if not rule.startswith("LINT."):
-            continue
-        check = _CHECKS.get(rule)
-        if check is None:
-            out.append(finding(rule, "untestable", "This checker has no lint for this rule.",
-                               "", era))
-            continue
-        verdict, message, evidence = check(data)
-        text = evidence if isinstance(evidence, str) else to_json(evidence)
-        out.append(finding(rule, verdict, message, text, era))
-    return out
+    return rule_findings("LINT.", _CHECKS, data, era, "This checker has no lint for this rule.")

@@ -9,20 +9,23 @@ answers None (or nothing) for a field of the wrong type, never a crash. Messages
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 
 from .lint_input import LintInput
-from .model import Verdict
+from .model import Era, Finding, Verdict
+from .rules import RULES, finding
 
 Outcome = tuple[Verdict, str, Any]
 """What a rule check returns: verdict, message, evidence (a string, or JSON-able data)."""
 
 Check = Callable[[LintInput], Outcome]
 """A rule's check: what the probes saw in, its outcome out."""
+
+_In = TypeVar("_In")
 
 SHOW = 8
 """Offenders named in a message; the rest are counted."""
@@ -122,3 +125,20 @@ def is_example(text: str, start: int, markers: Sequence[str] = EXAMPLE_MARKERS) 
     """Whether the match at ``start`` follows an example marker (``e.g. 'a', 'b'``)."""
     before = text[max(0, start - 24): start].lower()
     return any(m in before for m in markers)
+
+
+def rule_findings(prefix: str, checks: Mapping[str, Callable[[_In], Outcome]], data: _In,
+                  era: Era, unchecked: str) -> list[Finding]:
+    """One finding per catalogue rule whose id starts with ``prefix``, in catalogue order:
+    its check's outcome on ``data``, or ``untestable`` with ``unchecked`` when it has none."""
+    out = []
+    for rule in RULES:
+        if not rule.startswith(prefix):
+            continue
+        check = checks.get(rule)
+        outcome: Outcome = (check(data) if check is not None else
+                            ("untestable", unchecked, ""))
+        verdict, message, evidence = outcome
+        text = evidence if isinstance(evidence, str) else to_json(evidence)
+        out.append(finding(rule, verdict, message, text, era))
+    return out

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from ..protocol import pointer
 from .lint_common import (
     Check,
     Outcome,
@@ -45,24 +46,6 @@ def _types(schema: dict[str, Any]) -> set[str]:
     return set()
 
 
-def _pointer(root: dict[str, Any], pointer: str) -> Any:
-    """Resolve a local JSON pointer (``/$defs/Filter``) in ``root``; None when it can't."""
-    node: Any = root
-    if pointer == "":
-        return node
-    if not pointer.startswith("/"):
-        return None
-    for raw in pointer[1:].split("/"):
-        part = raw.replace("~1", "/").replace("~0", "~")
-        if isinstance(node, dict) and part in node:
-            node = node[part]
-        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
-            node = node[int(part)]
-        else:
-            return None
-    return node
-
-
 def _variants(schema: Any, root: dict[str, Any]) -> list[dict[str, Any]]:
     """``schema`` with local ``$ref`` followed, and the members of its anyOf/oneOf/allOf
     (recursively; at most :data:`_MAX_VARIANTS`, so cyclic or huge schemas stay cheap)."""
@@ -75,7 +58,7 @@ def _variants(schema: Any, root: dict[str, Any]) -> list[dict[str, Any]]:
         out.append(node)
         ref = node.get("$ref")
         if isinstance(ref, str) and ref.startswith("#"):
-            todo.append((_pointer(root, ref[1:]), depth + 1))
+            todo.append((pointer.resolve(root, ref[1:]), depth + 1))
         for key in ("anyOf", "oneOf", "allOf"):
             members = node.get(key)
             if isinstance(members, list):

@@ -47,7 +47,11 @@ def server_of(report: Report) -> str:
 
 def key(server: str, finding: Finding) -> str:
     """The identity of a finding across runs: server, era and rule."""
-    return f"{server}\x1f{finding.era or '-'}\x1f{finding.rule}"
+    return _identity(server, finding.era, finding.rule)
+
+
+def _identity(server: str, era: Any, rule: Any) -> str:
+    return f"{server}\x1f{era or '-'}\x1f{rule}"
 
 
 def _fingerprint(server: str, finding: Finding) -> str:
@@ -83,7 +87,7 @@ def baseline_keys(path: str) -> set[str]:
         server = r.get("server") or r.get("target") or ""
         for f in r["findings"]:
             if isinstance(f, dict) and f.get("verdict") == "fail":
-                out.add(f"{server}\x1f{f.get('era') or '-'}\x1f{f.get('rule')}")
+                out.add(_identity(server, f.get("era"), f.get("rule")))
     return out
 
 

@@ -17,9 +17,8 @@ from typing import Any
 
 from . import sec_surface, sec_texts
 from .facts import Facts
-from .lint_common import Outcome, to_json
+from .lint_common import rule_findings
 from .model import Era, Finding
-from .rules import RULES, finding
 from .sec_common import SecInput
 
 __all__ = ["SecInput", "announced", "inputs", "security"]
@@ -58,14 +57,4 @@ def inputs(facts: Facts, url: str | None) -> SecInput:
 
 def security(data: SecInput, era: Era) -> list[Finding]:
     """One finding per ``SEC.*`` rule of the catalogue, in catalogue order."""
-    out = []
-    for rule in RULES:
-        if not rule.startswith("SEC."):
-            continue
-        check = _CHECKS.get(rule)
-        outcome: Outcome = (check(data) if check is not None else
-                            ("untestable", "This checker has no check for this rule.", ""))
-        verdict, message, evidence = outcome
-        text = evidence if isinstance(evidence, str) else to_json(evidence)
-        out.append(finding(rule, verdict, message, text, era))
-    return out
+    return rule_findings("SEC.", _CHECKS, data, era, "This checker has no check for this rule.")

@@ -45,6 +45,7 @@ def add_args(chk: argparse.ArgumentParser) -> None:
 
 
 def _join(reports: Sequence[Report], fmt: str, color: bool) -> str:
+    """``reports`` as one document of ``fmt``; not ``sarif``, which :func:`output` writes."""
     from ..check import report_ci
     from ..check.report import render
 
@@ -53,8 +54,6 @@ def _join(reports: Sequence[Report], fmt: str, color: bool) -> str:
     if fmt == "json":
         doc = {"servers": [r.to_json() for r in reports]}
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
-    if fmt == "sarif":
-        return report_ci.sarif(reports, version=reports[0].checker_version if reports else "")
     if fmt == "junit":
         return report_ci.junit(reports)
     if fmt == "csv":

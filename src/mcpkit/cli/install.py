@@ -2,7 +2,8 @@
 
 Writes one entry in the host's MCP configuration so the host starts the server over
 stdio with this interpreter: ``PYTHON -m mcpkit run /abs/FILE[:OBJECT]``, plus the
-environment given with ``--env KEY=VALUE`` / ``--env-file``. The hosts and their files:
+environment given with ``--env KEY=VALUE`` / ``--env-file``. The hosts and their files
+(the paths and keys are :mod:`mcpkit.check.hosts`'s, shared with ``mcpkit check --config``):
 
 =============== ============================================== ========= ===========
 host            file (user scope; project scope in the cwd)      key       entry type
@@ -105,7 +106,7 @@ def merged(document: dict[str, Any], host: str, name: str, entry: dict[str, Any]
            force: bool) -> dict[str, Any]:
     """``document`` with ``entry`` under the host's key; ``InstallError`` when another
     entry of that name is there (unless ``force``) or the key is not an object."""
-    key = "servers" if host == "vscode" else "mcpServers"
+    key = hosts.SERVERS_KEY[host]
     servers = document.get(key, {})
     if not isinstance(servers, dict):
         raise InstallError(f"the configuration's {key!r} is not an object; fix it first")

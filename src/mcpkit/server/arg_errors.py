@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 
+from ..protocol import pointer
+
 JSON = dict[str, Any]
 
 MAX_PROBLEMS = 10
@@ -46,15 +48,9 @@ def resolve_ref(root: JSON, schema: Any, depth: int = 0) -> Any:
         ref = schema["$ref"]
         if not ref.startswith("#"):
             return schema
-        target: Any = root
-        for part in ref[1:].split("/")[1:]:
-            part = part.replace("~1", "/").replace("~0", "~")
-            if isinstance(target, dict) and part in target:
-                target = target[part]
-            elif isinstance(target, list) and part.isdigit() and int(part) < len(target):
-                target = target[int(part)]
-            else:
-                return schema
+        target = pointer.resolve(root, ref[1:], pointer.MISSING)
+        if target is pointer.MISSING:
+            return schema
         schema, depth = target, depth + 1
     return schema
 
