@@ -13,11 +13,7 @@
 
 from __future__ import annotations
 
-import os
-import signal
-import subprocess
 import sys
-import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,10 +23,16 @@ import httpx
 import pytest
 
 from mcpkit.protocol.tasks import RELATED_TASK
-from tests.support.http import LiveServer, McpHttp, everything_server, free_port
+from tests.support.daemon import Daemon
+from tests.support.http import (
+    EVERYTHING,
+    LiveServer,
+    McpHttp,
+    everything_server,
+    free_port,
+)
 
 pytestmark = pytest.mark.anyio
-ROOT = Path(__file__).resolve().parents[1]
 LATEST = "2025-11-25"
 
 
@@ -85,30 +87,12 @@ async def test_elicitation_rides_the_tasks_result_stream(http: httpx.AsyncClient
         assert (await wait_status(c, task_id, "completed"))["status"] == "completed"
 
 
-class _Process:
+def _process(port: int, db: Path) -> Daemon:
     """``examples/everything.py --http --sqlite db`` as a process of its own group."""
-
-    def __init__(self, port: int, db: Path) -> None:
-        self.url = f"http://127.0.0.1:{port}/mcp"
-        self.proc = subprocess.Popen(
-            [sys.executable, str(ROOT / "examples" / "everything.py"), "--http", "--port",
-             str(port), "--sqlite", str(db)],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline:
-            try:
-                httpx.get(self.url.replace("/mcp", "/"), timeout=0.5)
-                return
-            except httpx.HTTPError:
-                time.sleep(0.05)
-        self.kill()
-        raise AssertionError("the server did not start")
-
-    def kill(self) -> None:
-        """SIGKILL: the process dies without finishing anything (a crash)."""
-        if self.proc.poll() is None:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-            self.proc.wait(10)
+    daemon = Daemon([sys.executable, str(EVERYTHING), "--http", "--port", str(port),
+                     "--sqlite", str(db)], port, db.with_suffix(".log"))
+    daemon.start()
+    return daemon
 
 
 async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: Path) -> None:
@@ -116,9 +100,9 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
     finished task still answers tasks/result with its result; the task that was running
     is failed, with a message that says the server restarted."""
     db, port = tmp_path / "mcp.db", free_port()
-    first = _Process(port, db)
+    first = _process(port, db)
     try:
-        c = McpHttp(http, first.url)
+        c = McpHttp(http, f"http://127.0.0.1:{port}/mcp")
         await c.initialize(LATEST)
         done = (await c.request("tools/call", {"name": "slow_compute", "arguments": {
             "seconds": 0, "label": "kept"}, "task": {}})).json["result"]["task"]["taskId"]
@@ -127,7 +111,7 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
             "seconds": 60}, "task": {}})).json["result"]["task"]["taskId"]
     finally:
         first.kill()
-    second = _Process(port, db)
+    second = _process(port, db)
     try:
         reply = await c.request("tasks/result", {"taskId": done})
         assert "result" in reply.json, reply.json

@@ -43,7 +43,9 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.tasks import (
+    CORE,
     CORE_STATUS_NOTIFICATION,
+    EXT,
     EXTENSION,
     EXTENSION_STATUS_NOTIFICATION,
     can_move,
@@ -71,13 +73,7 @@ def read_task(value: Any, method: str) -> t.Task:
     if not isinstance(value, dict):
         raise InvalidResult(f"the server's answer to {method} is malformed: a task must be "
                             f"an object, got {type(value).__name__}")
-    if "ttlMs" in value or "pollIntervalMs" in value:  # 2026-07-28 names
-        value = dict(value)
-        if "ttlMs" in value:
-            value["ttl"] = value.pop("ttlMs")
-        if "pollIntervalMs" in value:
-            value["pollInterval"] = value.pop("pollIntervalMs")
-    if "ttl" not in value and "ttlMs" not in value:
+    if CORE.ttl not in value and EXT.ttl not in value:  # (t.Task reads either name)
         raise InvalidResult(f"the server's answer to {method} is malformed: a task must "
                             "carry its ttl (null for unlimited)")
     return parse(t.Task, value, method)

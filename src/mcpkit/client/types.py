@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field
 from pydantic.alias_generators import to_camel
+
+from ..protocol.tasks import CORE, EXT, TaskStatus, is_terminal
 
 
 class Model(BaseModel):
@@ -163,12 +165,13 @@ class Task(Model):
     ``input_requests`` a task in ``input_required`` waits for."""
 
     task_id: str = Field(min_length=1)
-    status: Literal["working", "input_required", "completed", "failed", "cancelled"]
+    status: TaskStatus
     status_message: str | None = None
     created_at: str
     last_updated_at: str
-    ttl: int | None = None
-    poll_interval: int | None = None
+    ttl: int | None = Field(default=None, validation_alias=AliasChoices(CORE.ttl, EXT.ttl))
+    poll_interval: int | None = Field(
+        default=None, validation_alias=AliasChoices(CORE.poll_interval, EXT.poll_interval))
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = None
@@ -177,4 +180,4 @@ class Task(Model):
     def terminal(self) -> bool:
         """Whether the task has ended (completed, failed or cancelled): it never changes
         again."""
-        return self.status in ("completed", "failed", "cancelled")
+        return is_terminal(self.status)

@@ -60,7 +60,8 @@ class Methods:
         self._task_calls = TaskCalls(tasks, seal)
         self._tasks = TaskMethods(tasks)
         self._table.update(self._tasks.table)
-        tasks.on_change = lambda run: peers.task_changed(run.task_id, self._tasks.notice(run))
+        tasks.on_change = lambda run: peers.task_changed(
+            run.task_id, lambda: self._tasks.notice(run))
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         """The session's request handler."""

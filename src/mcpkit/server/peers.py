@@ -134,10 +134,14 @@ class Peers:
                 session.notify("notifications/resources/updated",
                                {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
 
-    def task_changed(self, task_id: str, params: JSON) -> None:
-        """Send ``notifications/tasks`` (the DetailedTask ``params``) to the listen streams
-        that asked for ``task_id`` (2026-07-28 tasks extension)."""
+    def task_changed(self, task_id: str, params: Callable[[], JSON]) -> None:
+        """Send ``notifications/tasks`` (the DetailedTask ``params()``, built only when a
+        stream listens) to the listen streams that asked for ``task_id`` (2026-07-28
+        tasks extension)."""
+        detailed: JSON | None = None
         for (session, rid), honoured in list(self.listening.items()):
             if task_id in honoured.get("taskIds", ()):
+                if detailed is None:
+                    detailed = params()
                 session.notify("notifications/tasks",
-                               {**params, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+                               {**detailed, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)

@@ -146,7 +146,7 @@ class TaskCalls:
                ) -> JSONObject:
         """Start ``run``'s handler; the ``CreateTaskResult`` that answers the call."""
         ctx.task = run
-        self.manager.start(run, self._run(run, tool.call(arguments, ctx)))
+        self.manager.start(run, self._run(ctx, tool.call(arguments, ctx)))
         return create_result(self.manager.view(run.record, run.form), run.form)
 
     async def _explicit(self, session: Session, tool: Tool, arguments: JSONObject,
@@ -167,31 +167,7 @@ class TaskCalls:
                 answer.set_result(create_result(self.manager.view(run.record, form), form))
 
         ctx._starter = start
-
-        async def body() -> None:
-            try:
-                work = tool.call(arguments, ctx)
-                result = work if isinstance(work, dict) else await work
-            except BaseException as exc:
-                run = ctx.task
-                if run is None:
-                    if not answer.done():
-                        answer.set_exception(exc)
-                    if not isinstance(exc, Exception):
-                        raise
-                    return
-                await self._end(run, None, exc)
-                if not isinstance(exc, Exception):
-                    raise
-                return
-            run = ctx.task
-            if run is None:
-                if not answer.done():
-                    answer.set_result(result)
-                return
-            await self._end(run, result, None)
-
-        handle = loop.create_task(body())
+        handle = loop.create_task(self._run(ctx, tool.call(arguments, ctx), answer))
         try:
             return await asyncio.shield(answer)
         except asyncio.CancelledError:
@@ -199,17 +175,24 @@ class TaskCalls:
                 handle.cancel()  # the request went away before any task existed
             raise
 
-    async def _run(self, run: TaskRun, work: JSONObject | Coroutine[Any, Any, JSONObject]
-                   ) -> None:
-        """The task's handler, and the status it ends in."""
+    async def _run(self, ctx: Context, work: JSONObject | Coroutine[Any, Any, JSONObject],
+                   answer: asyncio.Future[JSONObject] | None = None) -> None:
+        """The handler, and how it ends: the status of its task (``ctx.task``), or, while
+        no task was started (``task_start="explicit"``), the request's ``answer``."""
         try:
             result = work if isinstance(work, dict) else await work
         except BaseException as exc:
-            await self._end(run, None, exc)
+            if ctx.task is not None:
+                await self._end(ctx.task, None, exc)
+            elif answer is not None and not answer.done():
+                answer.set_exception(exc)
             if not isinstance(exc, Exception):
                 raise
             return
-        await self._end(run, result, None)
+        if ctx.task is not None:
+            await self._end(ctx.task, result, None)
+        elif answer is not None and not answer.done():
+            answer.set_result(result)
 
     async def _end(self, run: TaskRun, result: JSONObject | None,
                    exc: BaseException | None) -> None:
