@@ -210,8 +210,10 @@ async def test_list_changes_and_resource_updates_pass_through() -> None:
                 await anyio.sleep(0.01)
 
     async with connect(parent, on_notification=on_notification) as client:
+        served = parent._registry.tools["w_forecast"]
         child.add_tool(lambda: "hi", name="hello")
         await until("notifications/tools/list_changed")
+        assert parent._registry.tools["w_forecast"] is served  # only the new one is copied
         assert "w_hello" in {t.name for t in await client.list_tools()}
         assert (await client.call_tool("w_hello")).content[0].text == "hi"  # type: ignore[union-attr]
         child.remove_tool("hello")

@@ -64,6 +64,7 @@ class MountedTool(Tool):
     to the server that registered it (``home``)."""
 
     home: Server
+    source: Any  # the child's object this copies
 
     def call(self, arguments: JSON, ctx: Context) -> Any:
         ctx.server = self.home
@@ -74,6 +75,7 @@ class MountedPrompt(Prompt):
     """A child's prompt served under the parent's name for it."""
 
     home: Server
+    source: Any  # the child's object this copies
 
     async def render(self, arguments: dict[str, str], ctx: Context) -> JSON:
         ctx.server = self.home
@@ -85,6 +87,7 @@ class MountedResource(Resource):
     before the URI, over every level of mounting."""
 
     home: Server
+    source: Any  # the child's object this copies
     outer: str
 
     async def read(self, ctx: Context) -> list[JSON]:
@@ -100,6 +103,7 @@ class MountedTemplate(ResourceTemplate):
     the child's, behind ``outer``)."""
 
     home: Server
+    source: Any  # the child's object this copies
     outer: str
 
     async def read(self, uri: str, values: dict[str, str], ctx: Context) -> list[JSON]:
@@ -179,29 +183,41 @@ class Mount:
     # ------------------------------------------------------------------ the copies
 
     def _wanted(self, table: str) -> dict[Any, Any]:
-        """What the parent's ``table`` should hold from the child now: served key -> copy."""
-        src, home = self._source, self.child
+        """What the parent's ``table`` should hold from the child now: served key -> copy
+        (the copy already served is kept while the child's object is the same one, so a
+        change copies only what changed)."""
+        src = self._source
+        if table == "completers":
+            home = self.child
+            return {self._completion_key(k): (_rehomed(fn, home), param)
+                    for k, (fn, param) in src.completers.items()}
+        tables: dict[str, dict[str, Any]] = {
+            "tools": src.tools, "prompts": src.prompts, "resources": src.resources,
+            "templates": src.templates}
+        items = tables[table]
+        owned = self._owned[table]
+        wanted: dict[Any, Any] = {}
+        for key, item in items.items():
+            served = self._served_key(table, key)
+            kept = owned.get(served)
+            wanted[served] = kept if kept is not None and kept.source is item else (
+                self._copy(table, served, item))
+        return wanted
+
+    def _copy(self, table: str, served: str, item: Any) -> Any:
+        """The parent's copy of the child's ``item``, served as ``served``."""
+        home = self.child
         if table == "tools":
-            return {self.served_name(n): _adopt(
-                MountedTool, t, home, name=self.served_name(n),
-                definition={**t.definition, "name": self.served_name(n)})
-                for n, t in src.tools.items()}
+            return _adopt(MountedTool, item, home, source=item, name=served,
+                          definition={**item.definition, "name": served})
         if table == "prompts":
-            return {self.served_name(n): _adopt(MountedPrompt, p, home,
-                                                name=self.served_name(n))
-                    for n, p in src.prompts.items()}
+            return _adopt(MountedPrompt, item, home, source=item, name=served)
+        outer = self.scheme + getattr(item, "outer", "")
         if table == "resources":
-            return {self.served_uri(u): _adopt(
-                MountedResource, r, home, uri=self.served_uri(u),
-                outer=self.scheme + getattr(r, "outer", "")) for u, r in src.resources.items()}
-        if table == "templates":
-            return {self.served_uri(u): _adopt(
-                MountedTemplate, t, home, uri_template=self.served_uri(u),
-                outer=self.scheme + getattr(t, "outer", ""),
-                regex=re.compile("^" + re.escape(self.scheme) + t.regex.pattern[1:]))
-                for u, t in src.templates.items()}
-        return {self._completion_key(k): (_rehomed(fn, home), param)
-                for k, (fn, param) in src.completers.items()}
+            return _adopt(MountedResource, item, home, source=item, uri=served, outer=outer)
+        return _adopt(MountedTemplate, item, home, source=item, uri_template=served,
+                      outer=outer, regex=re.compile(
+                          "^" + re.escape(self.scheme) + item.regex.pattern[1:]))
 
     def _completion_key(self, key: CompletionKey) -> CompletionKey:
         kind, ref, argument = key
