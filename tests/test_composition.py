@@ -56,6 +56,13 @@ def weather(events: list[str] | None = None) -> Server:
             "city": {"type": "string"}}, "required": ["city"]})
         return f"confirmed {answer.content['city']}" if answer.accepted else "declined"
 
+    @child.tool
+    async def survey(ctx: Context) -> str:
+        """Ask the client's model and read the client's roots."""
+        sampled = await ctx.sample("Rain tomorrow?", max_tokens=10)
+        roots = await ctx.list_roots()
+        return f"{sampled['content']['text']} / {roots[0]['uri']}"
+
     @child.prompt
     def outlook(city: str) -> str:
         """An outlook prompt."""
@@ -102,6 +109,14 @@ async def on_elicit(params: dict[str, Any]) -> dict[str, Any]:
     return {"action": "accept", "content": {"city": "Oslo"}}
 
 
+async def on_sample(params: dict[str, Any]) -> dict[str, Any]:
+    return {"role": "assistant", "content": {"type": "text", "text": "Likely"},
+            "model": "test-model"}
+
+
+PEER = {"elicitation": on_elicit, "sampling": on_sample, "roots": ["file:///home/u"]}
+
+
 @pytest.mark.parametrize("mode", ERAS)
 async def test_mounted_catalogue_is_served_namespaced(mode: Any) -> None:
     events: list[str] = []
@@ -109,7 +124,7 @@ async def test_mounted_catalogue_is_served_namespaced(mode: Any) -> None:
     async with connect(parent, mode=mode, elicitation=on_elicit) as client:
         assert events == ["parent up", "weather up"]  # the child's inside the parent's
         assert {t.name for t in await client.list_tools()} == {
-            "ping", "w_forecast", "w_confirm"}
+            "ping", "w_forecast", "w_confirm", "w_survey"}
         result = await client.call_tool("w_forecast", {"city": "Rome"})
         assert result.content[0].text == "Rome: 21 celsius"  # type: ignore[union-attr]
         assert [p.name for p in await client.list_prompts()] == ["w_outlook"]
@@ -145,16 +160,19 @@ async def test_mounted_catalogue_is_served_namespaced(mode: Any) -> None:
 @pytest.mark.parametrize("mode", ERAS)
 async def test_mounted_elicitation_round_trip(mode: Any) -> None:
     parent = parent_of(weather())
-    async with connect(parent, mode=mode, elicitation=on_elicit) as client:
+    async with connect(parent, mode=mode, **PEER) as client:
         result = await client.call_tool("w_confirm")
         assert result.content[0].text == "confirmed Oslo"  # type: ignore[union-attr]
+        result = await client.call_tool("w_survey")
+        assert result.content[0].text == "Likely / file:///home/u"  # type: ignore[union-attr]
         wire = client.wire
-    if mode == "stateless":  # an MRTR round: input_required, then the retry with answers
+    if mode == "stateless":  # MRTR rounds: input_required, then the retry with answers
         answers = [m for m in wire.sent("server") if isinstance(m, dict)
                    and m.get("result", {}).get("resultType") == "input_required"]
-        assert len(answers) == 1
-    else:  # a request on the parent's session
-        assert len(wire.sent("server", "elicitation/create")) == 1
+        assert len(answers) == 3  # the elicitation; then sampling, then roots
+    else:  # requests on the parent's session
+        for method in ("elicitation/create", "sampling/createMessage", "roots/list"):
+            assert len(wire.sent("server", method)) == 1
 
 
 async def test_progress_logging_and_cancellation_go_through_the_parent() -> None:
@@ -291,7 +309,8 @@ async def test_nested_mounts_compose(mode: Any) -> None:
     top.mount("a", middle)
     async with connect(top, mode=mode, elicitation=on_elicit) as client:
         assert events == ["weather up"]
-        assert {t.name for t in await client.list_tools()} == {"a_b_forecast", "a_b_confirm"}
+        assert {t.name for t in await client.list_tools()} == {
+            "a_b_forecast", "a_b_confirm", "a_b_survey"}
         result = await client.call_tool("a_b_forecast", {"city": "Rome"})
         assert result.content[0].text == "Rome: 21 celsius"  # type: ignore[union-attr]
         result = await client.call_tool("a_b_confirm")
@@ -332,12 +351,14 @@ async def test_explicit_contents_and_task_tools_of_a_child() -> None:
 async def test_mounted_server_over_http(mode: Any) -> None:
     parent = parent_of(weather())
     with LiveServer(parent.asgi_app()) as live:
-        async with Client(live.url, mode=mode, elicitation=on_elicit, timeout=15) as client:
+        async with Client(live.url, mode=mode, timeout=15, **PEER) as client:
             assert "w_forecast" in {t.name for t in await client.list_tools()}
             result = await client.call_tool("w_forecast", {"city": "Lima"})
             assert result.content[0].text == "Lima: 21 celsius"  # type: ignore[union-attr]
             result = await client.call_tool("w_confirm")
             assert result.content[0].text == "confirmed Oslo"  # type: ignore[union-attr]
+            result = await client.call_tool("w_survey")
+            assert result.content[0].text == "Likely / file:///home/u"  # type: ignore[union-attr]
             read = await client.read_resource("w+file:///stations/north")
             assert read.contents[0].text == "station north"  # type: ignore[union-attr]
 
@@ -357,7 +378,8 @@ async def test_official_client_lists_and_calls_a_mounted_tool() -> None:
                 elicitation_callback=elicitation) as session:
             await session.initialize()
             listed = await session.list_tools()
-            assert {t.name for t in listed.tools} == {"ping", "w_forecast", "w_confirm"}
+            assert {t.name for t in listed.tools} == {
+                "ping", "w_forecast", "w_confirm", "w_survey"}
             result = await session.call_tool("w_forecast", {"city": "Lima"})
             assert result.content[0].text == "Lima: 21 celsius"  # type: ignore[union-attr]
             result = await session.call_tool("w_confirm", {})
