@@ -294,6 +294,14 @@ async def test_collisions_and_bad_mounts_are_refused() -> None:
     assert "later" not in child._registry.tools
     with pytest.raises(ValueError, match="at most 128"):
         child.add_tool(lambda: "long", name="x" * 127)
+    # A mount inside a mounted server is checked against the outer server too.
+    top = Server("top")
+    top.add_tool(lambda: "mine", name="m_w_forecast")
+    middle = Server("middle")
+    top.mount("m", middle)
+    with pytest.raises(ValueError, match="'m_w_forecast' is already registered"):
+        middle.mount("w", weather())
+    assert middle._registry.tools == {} and middle.mounts == {}
     # ... and the parent's own later registration of a served name too.
     with pytest.raises(ValueError, match="already registered"):
         parent.add_tool(lambda: "mine", name="v_forecast")

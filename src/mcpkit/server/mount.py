@@ -243,8 +243,17 @@ class Mount:
     def attach(self) -> None:
         """Put every copy in the parent (``ValueError`` naming each collision first, with
         nothing changed) and follow the child from now on."""
-        problems = [p for table in TABLES for key in self._wanted(table)
-                    if (p := self._problem(table, key)) is not None]
+        problems = []
+        for table in TABLES:
+            for key in self._wanted(table):
+                problem = self._problem(table, key)
+                if problem is None and table != "completers":
+                    try:  # and what a server mounting the parent could not serve
+                        self._parent.claim(table, key)
+                    except ValueError as exc:
+                        problem = str(exc)
+                if problem is not None:
+                    problems.append(problem)
         if problems:
             raise ValueError(f"cannot mount {self.child.name!r} at {self.prefix!r}: "
                              + "; ".join(problems[:10]))
