@@ -4,7 +4,8 @@ The declarative API is primary (``Server(tools=[fn, ...])``, ``server.add_tool(f
 ``@server.tool`` and friends are thin shims over it. What a server offers lives in
 ``registry.py``; the answers to MCP requests in ``methods.py``; who is told about changes
 in ``peers.py``; 2026-07-28 input requests in ``mrtr.py``; the lifespan and stream serving
-in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``.
+in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``; another server served
+inside this one (``mount``) in ``mount.py``.
 """
 
 from __future__ import annotations
