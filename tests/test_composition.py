@@ -175,7 +175,8 @@ async def test_mounted_elicitation_round_trip(mode: Any) -> None:
             assert len(wire.sent("server", method)) == 1
 
 
-async def test_progress_logging_and_cancellation_go_through_the_parent() -> None:
+@pytest.mark.parametrize("mode", ERAS)
+async def test_progress_logging_and_cancellation_go_through_the_parent(mode: Any) -> None:
     child = weather()
     started, stopped = anyio.Event(), anyio.Event()
 
@@ -195,7 +196,7 @@ async def test_progress_logging_and_cancellation_go_through_the_parent() -> None
     async def on_progress(done: float, total: float | None, message: str | None) -> None:
         progress.append((done, total, message))
 
-    async with connect(parent, on_log=logs.append) as client:
+    async with connect(parent, mode=mode, on_log=logs.append) as client:
         await client.set_logging_level("info")
         await client.call_tool("w_forecast", {"city": "Oslo"}, on_progress=on_progress)
         assert progress == [(1, 2, "looking")]
