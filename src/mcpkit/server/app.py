@@ -4,7 +4,8 @@ The declarative API is primary (``Server(tools=[fn, ...])``, ``server.add_tool(f
 ``@server.tool`` and friends are thin shims over it. What a server offers lives in
 ``registry.py``; the answers to MCP requests in ``methods.py``; who is told about changes
 in ``peers.py``; 2026-07-28 input requests in ``mrtr.py``; the lifespan and stream serving
-in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``.
+in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``; another server served
+inside this one (``mount``) in ``mount.py``.
 """
 
 from __future__ import annotations
@@ -141,6 +142,8 @@ class Server:
         self._watch = CallWatch(Limiter(default, store), audit, audit_arguments)
         if default is not None or audit is not None:
             self._methods.watch_calls(self._watch)
+        #: The servers mounted in this one, by prefix (``mount``).
+        self.mounts: dict[str, Server] = {}
         for t in tools:
             self.add_tool(t)
         for r in resources:
@@ -264,6 +267,25 @@ class Server:
         """Decorator form of ``add_completion``."""
         return decorator(lambda f: self.add_completion(
             argument=argument, fn=f, prompt=prompt, resource_template=resource_template))
+
+    def mount(self, prefix: str, server: Server) -> None:
+        """Serve ``server``'s tools, prompts, resources, templates and completions as this
+        server's own: tool and prompt ``x`` as ``<prefix>_x``, resource ``file:///a`` as
+        ``<prefix lowercased>+file:///a`` (templates likewise). ``prefix``: 1-64 of
+        ``A-Z a-z 0-9 . -``, starting with a letter.
+
+        Calls run ``server``'s functions in this process on this server's requests
+        (``ctx.server`` is ``server``); what it adds or removes later is served or
+        withdrawn at once, with this server's ``list_changed``; its resource updates
+        reach this server's subscribers. Its lifespan runs inside this one's; its
+        instructions are appended to this one's. A name that collides with one already
+        here is a ``ValueError`` (now, or at the ``add_*`` on ``server`` that would
+        collide later), as is a prefix already used or a mount that would contain
+        itself. See docs/composition.md.
+        """
+        from .mount import mount
+
+        mount(self, prefix, server)
 
     # ------------------------------------------------------------------ notifications
 

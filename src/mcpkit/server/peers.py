@@ -61,6 +61,9 @@ class Peers:
         #: ``list_changed`` to that session.
         self.announce: Callable[[str, str], bool] | None = None
         self.reaches: Callable[[Session], bool] | None = None
+        #: Called with the URI of every resource update first: a server mounting this
+        #: one passes it on with the URI it serves it at (mount.py).
+        self.relays: list[Callable[[str], None]] = []
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
@@ -119,6 +122,8 @@ class Peers:
     def resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
         to it and the listen streams watching it (on every instance, when shared)."""
+        for relay in self.relays:
+            relay(uri)
         if self.announce is not None and self.announce("resource_updated", uri):
             return
         self.heard_resource_updated(uri)
