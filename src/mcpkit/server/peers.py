@@ -61,6 +61,8 @@ class Peers:
         #: ``list_changed`` to that session.
         self.announce: Callable[[str, str], bool] | None = None
         self.reaches: Callable[[Session], bool] | None = None
+        #: Told the method of every ``list_changed`` delivered here (a list cache).
+        self.list_watchers: list[Callable[[str], None]] = []
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
@@ -107,6 +109,8 @@ class Peers:
     def heard_list_changed(self, method: str) -> None:
         """Deliver a ``list_changed`` (announced, or made here) to what this instance
         holds."""
+        for watcher in self.list_watchers:
+            watcher(method)
         flag = LISTEN_FLAGS.get(method)
         for (session, rid), honoured in list(self.listening.items()):
             if flag is not None and honoured.get(flag):
