@@ -26,6 +26,7 @@ from mcpkit.server.telemetry import OpenTelemetry
 from mcpkit.session import Telemetry
 from mcpkit.testing import ERAS, connect
 from tests.support.http import LiveServer
+from tests.test_middleware import make_server as server_with
 
 pytestmark = pytest.mark.anyio
 
@@ -61,17 +62,8 @@ class Collected:
 
 
 def make_server(collected: Collected) -> Server:
-    server = Server("traced", middleware=[OpenTelemetry(**collected.providers())])
-
-    @server.tool
-    def add(a: int, b: int) -> int:
-        """Add two integers."""
-        return a + b
-
-    @server.tool
-    def fail() -> str:
-        """Always fails."""
-        raise RuntimeError("broken")
+    """The middleware tests' server (tools add, fail), traced, with a tool that elicits."""
+    server = server_with(OpenTelemetry(**collected.providers()))
 
     @server.tool
     async def confirm(ctx: Context) -> str:
@@ -229,3 +221,54 @@ def test_server_telemetry_flag_puts_the_middleware_first() -> None:
 
     server = Server("flag", telemetry=True, middleware=[RequestLog()])
     assert [type(m) for m in server.middleware] == [OpenTelemetry, RequestLog]
+
+
+async def test_hostile_trace_context_starts_a_new_trace_and_notifications_get_spans() -> None:
+    from tests.support.raw_peer import raw_peer
+
+    collected = Collected()
+    server = make_server(collected)
+    server.on_roots_changed = lambda ctx: None
+    call = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    with anyio.fail_after(LIMIT):
+        async with raw_peer(server) as peer:
+            await peer.initialize(capabilities={"roots": {"listChanged": True}})
+            for meta in ({"traceparent": "00-zz-not-a-trace-01", "tracestate": 5},
+                         "not an object", {"traceparent": ["00"] * 3}):
+                result = await peer.result("tools/call", {**call, "_meta": meta})
+                assert result["content"][0]["text"] == "3"
+            await peer.notify("notifications/roots/list_changed")
+            for _ in range(500):  # bounded: at most 5 s
+                if collected.spans("notifications/roots/list_changed"):
+                    break
+                await anyio.sleep(0.01)
+    calls = collected.spans("tools/call add")
+    assert len(calls) == 3
+    for span in calls:  # an unreadable parent is ignored: each is the root of its trace
+        assert span.parent is None and span.kind is SpanKind.SERVER
+        assert span.status.status_code is StatusCode.UNSET
+    note = one(collected.spans("notifications/roots/list_changed"), SpanKind.SERVER)
+    assert "jsonrpc.request.id" not in dict(note.attributes or {})
+    points = collected.metrics()
+    # a notification is timed, not counted as a request in flight
+    assert sum(p.value for p in points["mcp.server.active_requests"]) == 0
+
+
+def test_without_the_extra_asking_for_telemetry_says_what_to_install() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['opentelemetry'] = None\n"
+            "from mcpkit import Server\n"
+            "from mcpkit.client import Client\n"
+            "Server('plain')  # no telemetry asked: fine\n"
+            "for make in (lambda: Server('x', telemetry=True),\n"
+            "             lambda: Client('http://127.0.0.1:1/mcp', telemetry=True)):\n"
+            "    try:\n"
+            "        make()\n"
+            "    except ImportError as exc:\n"
+            "        print(exc)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.count("pip install 'mcpkit[otel]'") == 2
