@@ -344,3 +344,23 @@ async def test_over_stdio(tmp_path: Any) -> None:
             ok = await client.call_tool("add", {"a": 1, "b": 2})
     assert denied.is_error and denied.text == "denied on stdio"
     assert ok.text == "3"
+
+
+class HideFail(Middleware):
+    """Filters the tool list: the kind of change a list hook makes."""
+
+    async def on_list_tools(self, request: Request, call_next: CallNext) -> JSON:
+        result = await call_next(request)
+        result["tools"] = [t for t in result["tools"] if t["name"] != "fail"]
+        return result
+
+
+@pytest.mark.parametrize("version", ["2025-11-25", "2025-06-18", "2026-07-28"])
+async def test_a_list_hook_reads_and_filters_the_items_in_every_revision(version: str) -> None:
+    options: dict[str, Any] = ({"mode": "stateless"} if version == "2026-07-28"
+                               else {"protocol_version": version})
+    with anyio.fail_after(LIMIT):
+        async with connect(make_server(HideFail(), ListCache()), **options) as client:
+            first = [t.name for t in await client.list_tools()]
+            again = [t.name for t in await client.list_tools()]  # from the cache
+    assert first == again == ["add"]

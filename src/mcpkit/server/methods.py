@@ -120,6 +120,11 @@ class Methods:
         newest = event.meta is None and rev is not None and rev.version == LATEST_STATEFUL
         return self._registry.tools_page(event.params, cached=newest)
 
+    def _tools_list_unserialized(self, session: Session, event: RequestReceived) -> JSON:
+        """``tools/list`` with ``tools`` a list (what middleware read), never the serialized
+        pages the plain path serves the newest stateful revision from."""
+        return self._registry.tools_page(event.params, cached=False)
+
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
         # The hot path: every lookup written out, no extra calls.
         name = _name(event)
@@ -148,6 +153,8 @@ class Methods:
         server = self._server
         self._table = dict(self._plain)
         for method, handler in self._plain.items():
+            if method == "tools/list":  # middleware get the tools as a list, not bytes
+                handler = self._tools_list_unserialized
             chain = compose(middleware, method, terminal_of(handler))
             if chain is not None:
                 self._table[method] = entry(server, chain)

@@ -68,13 +68,12 @@ class Telemetry:
         except ImportError:
             raise ImportError("OpenTelemetry support needs the 'opentelemetry-api' "
                               "package: pip install 'mcpkit[otel]'") from None
-        from importlib.metadata import version
-
         self._trace = trace
         self._propagate = propagate
-        self.tracer = trace.get_tracer(INSTRUMENTATION, version("mcpkit"),
+        release = _release()
+        self.tracer = trace.get_tracer(INSTRUMENTATION, release,
                                        tracer_provider=tracer_provider)
-        meter = metrics.get_meter(INSTRUMENTATION, version("mcpkit"),
+        meter = metrics.get_meter(INSTRUMENTATION, release or "",
                                   meter_provider=meter_provider)
         self.transport = transport
         self._durations = {
@@ -170,7 +169,8 @@ class Telemetry:
                                 None if rev is None else rev.version)
         span = self.tracer.start_span(_name(method, attrs), kind=self._trace.SpanKind.CLIENT,
                                       attributes=attrs)
-        meta = dict(sent.get("_meta") or {})
+        given = sent.get("_meta")
+        meta = dict(given) if isinstance(given, dict) else {}
         self._propagate.inject(meta, context=self._trace.set_span_in_context(span))
         sent["_meta"] = meta
         self._active["client"].add(1, _metric_attrs(attrs))
@@ -246,6 +246,16 @@ class Outgoing:
         self.telemetry._active["client"].add(-1, dict(metric))
         self.telemetry.finish("client", self.span, metric, self.started, result, error)
         self.span.end()
+
+
+def _release() -> str | None:
+    """mcpkit's installed version (the instrumentation scope's), if it is installed."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("mcpkit")
+    except PackageNotFoundError:
+        return None
 
 
 def _name(method: str, attrs: dict[str, Any]) -> str:
