@@ -272,3 +272,25 @@ def test_without_the_extra_asking_for_telemetry_says_what_to_install() -> None:
                          timeout=60)
     assert out.returncode == 0, out.stderr
     assert out.stdout.count("pip install 'mcpkit[otel]'") == 2
+
+
+async def test_the_ambient_span_is_the_parent_without_a_trace_context_else_a_link() -> None:
+    from tests.support.raw_peer import raw_peer
+
+    collected = Collected()
+    server = make_server(collected)
+    tracer = collected.tracer_provider.get_tracer("transport")
+    remote = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+    call = {"name": "add", "arguments": {"a": 1, "b": 2}}
+    with anyio.fail_after(LIMIT), tracer.start_as_current_span("transport") as transport:
+        async with raw_peer(server) as peer:
+            await peer.initialize()
+            await peer.result("tools/call", call)
+            await peer.result("tools/call", {**call, "_meta": {"traceparent": remote}})
+    plain, traced = collected.spans("tools/call add")
+    ambient = transport.get_span_context()
+    assert plain.parent is not None and plain.parent.span_id == ambient.span_id
+    assert not plain.links
+    assert traced.parent is not None and traced.parent.is_remote
+    assert f"{traced.parent.trace_id:032x}" == remote.split("-")[1]
+    assert [link.context.span_id for link in traced.links] == [ambient.span_id]

@@ -132,6 +132,9 @@ class Telemetry:
         meta = params.get("_meta")
         parent = self._propagate.extract(meta) if isinstance(meta, dict) else None
         links = []
+        if parent is not None and not trace.get_current_span(parent).get_span_context(
+                ).is_valid:
+            parent = None  # nothing readable in _meta: the ambient span (if any) is parent
         ambient = trace.get_current_span().get_span_context()
         if ambient.is_valid and parent is not None:
             links.append(trace.Link(ambient))
