@@ -332,7 +332,7 @@ def mount(parent: Server, prefix: str, child: Server) -> None:
         def limited(kind: str) -> None:
             if kind == "tools" and any(isinstance(t.rate_limit, RateLimit)
                                        for t in parent._registry.tools.values()):
-                parent._methods.watch_calls(parent._watch)
+                parent._compose()  # puts the call watch in the chain (app.py)
 
         parent._registry.followers.append(limited)
         limited("tools")

@@ -64,6 +64,8 @@ class Peers:
         #: Called with the URI of every resource update first: a server mounting this
         #: one passes it on with the URI it serves it at (mount.py).
         self.relays: list[Callable[[str], None]] = []
+        #: Told the method of every ``list_changed`` delivered here (a list cache).
+        self.list_watchers: list[Callable[[str], None]] = []
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
@@ -110,6 +112,8 @@ class Peers:
     def heard_list_changed(self, method: str) -> None:
         """Deliver a ``list_changed`` (announced, or made here) to what this instance
         holds."""
+        for watcher in self.list_watchers:
+            watcher(method)
         flag = LISTEN_FLAGS.get(method)
         for (session, rid), honoured in list(self.listening.items()):
             if flag is not None and honoured.get(flag):
