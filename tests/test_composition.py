@@ -402,3 +402,23 @@ async def test_official_client_lists_and_calls_a_mounted_tool() -> None:
             assert result.content[0].text == "Lima: 21 celsius"  # type: ignore[union-attr]
             result = await session.call_tool("w_confirm", {})
             assert result.content[0].text == "confirmed Quito"  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_mounted_tools_own_rate_limit_holds_on_the_parent(mode: Any) -> None:
+    from mcpkit.server.limits import RateLimit
+
+    parent = Server("hub")
+    child = Server("search")
+    parent.mount("s", child)  # mounted before the limited tool exists: added later, it counts
+
+    @child.tool(rate_limit=RateLimit("1/minute"))
+    async def find(query: str) -> str:
+        """Find something."""
+        return f"found {query}"
+
+    async with connect(parent, mode=mode) as client:
+        first = await client.call_tool("s_find", {"query": "a"})
+        assert first.content[0].text == "found a"  # type: ignore[union-attr]
+        second = await client.call_tool("s_find", {"query": "b"})
+        assert second.is_error and "1 call per minute" in second.content[0].text  # type: ignore[union-attr]
