@@ -45,32 +45,37 @@ http {{
             proxy_cache off;
             proxy_request_buffering off;
             proxy_read_timeout 600s;
-            proxy_next_upstream error timeout;
+            proxy_next_upstream {next_upstream};
             proxy_next_upstream_tries 3;
         }}
     }}
 }}
 """
 
+NEXT_UPSTREAM = "error timeout"
+
 
 def nginx_binary() -> str:
     return require("nginx", "nginx", "the load-balanced scale-out tests")
 
 
-def config(port: int, upstreams: Sequence[int], directory: Path) -> str:
-    """The nginx configuration balancing ``port`` over ``upstreams`` (ports of 127.0.0.1)."""
+def config(port: int, upstreams: Sequence[int], directory: Path,
+           next_upstream: str = NEXT_UPSTREAM) -> str:
+    """The nginx configuration balancing ``port`` over ``upstreams`` (ports of 127.0.0.1);
+    ``next_upstream`` is the ``proxy_next_upstream`` value (when a request is passed to
+    another instance)."""
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=0;" for p in upstreams)
-    return CONFIG.format(dir=directory, servers=servers, port=port)
+    return CONFIG.format(dir=directory, servers=servers, port=port, next_upstream=next_upstream)
 
 
 class Nginx(InTempDir):
     """One nginx process balancing over ``upstreams``; a context manager."""
 
-    def __init__(self, upstreams: Sequence[int]) -> None:
+    def __init__(self, upstreams: Sequence[int], next_upstream: str = NEXT_UPSTREAM) -> None:
         binary = nginx_binary()
         super().__init__("nginx")
         conf = self.dir / "nginx.conf"
-        conf.write_text(config(self.port, upstreams, self.dir))
+        conf.write_text(config(self.port, upstreams, self.dir, next_upstream))
         argv = [binary, "-p", str(self.dir), "-c", str(conf), "-e", str(self.dir / "error.log")]
         self.daemon = Daemon(argv, self.port, self.dir / "nginx.out")
 
