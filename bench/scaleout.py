@@ -217,10 +217,27 @@ class Client:
             tally.latencies.append(elapsed)
 
 
+def cpu_seconds(pids: dict[str, list[int]]) -> dict[str, float]:
+    """CPU seconds (user + system) each group of processes has used so far (Linux)."""
+    out = {}
+    for name, group in pids.items():
+        ticks = 0
+        for pid in group:
+            try:
+                with open(f"/proc/{pid}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+                ticks += int(fields[11]) + int(fields[12])
+            except OSError:  # gone (the killed instance)
+                pass
+        out[name] = ticks / os.sysconf("SC_CLK_TCK")
+    return out
+
+
 async def drive(port: int, clients: int, calls: int, seconds: float,
-                during: Any = None) -> dict[str, Any]:
+                during: Any = None, pids: dict[str, list[int]] | None = None) -> dict[str, Any]:
     """``clients`` sessions through nginx on ``port``, ``calls`` each or ``seconds``; the
-    coroutine ``during`` (the kill) runs beside the load."""
+    coroutine ``during`` (the kill) runs beside the load. ``pids``: groups of processes
+    whose CPU time per answered call is reported (microseconds)."""
     sessions = [Client(n, port) for n in range(clients)]
     try:
         await asyncio.gather(*(s.open() for s in sessions))
@@ -235,10 +252,11 @@ async def drive(port: int, clients: int, calls: int, seconds: float,
                     break
                 await session.call(tally)
 
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), cpu_seconds(pids or {})
         jobs = [worker(s) for s in sessions] + ([during] if during is not None else [])
         await asyncio.gather(*jobs)
         elapsed = time.perf_counter() - start
+        cpu = {name: used - cpu[name] for name, used in cpu_seconds(pids or {}).items()}
     finally:
         for s in sessions:
             s.conn.close()
@@ -251,7 +269,9 @@ async def drive(port: int, clients: int, calls: int, seconds: float,
     return {"rps": round(len(lat) / elapsed, 1), "p50_ms": pct(0.50), "p99_ms": pct(0.99),
             "calls": sent, "ok": len(lat), "errors": dict(tally.errors), "lost": tally.lost,
             "duplicated": tally.duplicated,
-            "warmup_failures": sum(warm.errors.values()) + warm.lost}
+            "warmup_failures": sum(warm.errors.values()) + warm.lost,
+            "cpu_us_per_call": {name: round(used / max(1, len(lat)) * 1e6)
+                                for name, used in cpu.items()}}
 
 
 def instance_python(given: str | None) -> str:
@@ -277,6 +297,7 @@ class Deployment:
         self.logs = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mcpkit-scale.")))
         self.instances: dict[str, list[Daemon]] = {}
         self.ports: dict[str, int] = {}
+        self.nginx_pids: dict[str, list[int]] = {}
         for name, count in (("memory", 1), ("redis1", 1), ("redis3", 3)):
             group = []
             for n in range(count):
@@ -292,6 +313,15 @@ class Deployment:
             nginx = stack.enter_context(Nginx([d.port for d in group],
                                               RETRY if retry else "error timeout"))
             self.ports[name] = nginx.port
+            self.nginx_pids[name] = [nginx.daemon.proc.pid] if nginx.daemon.proc else []
+
+    def pids(self, name: str) -> dict[str, list[int]]:
+        """The processes serving configuration ``name``: its instances, nginx, Redis."""
+        def of(daemons: list[Daemon]) -> list[int]:
+            return [d.proc.pid for d in daemons if d.proc is not None]
+
+        return {"instances": of(self.instances[name]), "nginx": self.nginx_pids[name],
+                "redis": of([self.redis.daemon]) if name != "memory" else []}
 
     def used_memory(self) -> int:
         import redis
@@ -336,7 +366,8 @@ async def kill_restart(victim: Daemon, after: float) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=3, choices=range(1, 100),
+                        metavar="N")
     parser.add_argument("--clients", type=int, default=64)
     parser.add_argument("--calls", type=int, default=300, help="calls per client per round")
     parser.add_argument("--seconds", type=float, default=10.0, help="at most, per round")
@@ -353,7 +384,8 @@ def main() -> int:
         deployment = Deployment(stack, python, not opts.no_retry)
         for r in range(opts.rounds):
             for name in CONFIGS[r % 3:] + CONFIGS[:r % 3]:
-                load = drive(deployment.ports[name], opts.clients, opts.calls, opts.seconds)
+                load = drive(deployment.ports[name], opts.clients, opts.calls, opts.seconds,
+                             pids=deployment.pids(name))
                 runs[name].append(asyncio.run(asyncio.wait_for(load, opts.seconds + 60)))
                 print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr, flush=True)
         per_session = asyncio.run(session_bytes(deployment, opts.sessions))
@@ -364,14 +396,21 @@ def main() -> int:
         under_kill["restarted_ok"] = victim.running
     summary = {name: {key: statistics.median(run[key] for run in runs[name])
                       for key in ("rps", "p50_ms", "p99_ms")} for name in CONFIGS}
+    for name in CONFIGS:
+        summary[name]["cpu_us_per_call"] = {
+            group: statistics.median(run["cpu_us_per_call"][group] for run in runs[name])
+            for group in runs[name][0]["cpu_us_per_call"]}
     failed_in_rounds = {name: sum(sum(run["errors"].values()) + run["lost"] + run["duplicated"]
                                   for run in runs[name]) for name in CONFIGS}
     ratio_b = summary["redis1"]["rps"] / summary["memory"]["rps"]
     ratio_c = summary["redis3"]["rps"] / summary["memory"]["rps"]
+    cpu = {name: summary[name]["cpu_us_per_call"]["instances"] for name in CONFIGS}
     kill_failures = (sum(under_kill["errors"].values()) + under_kill["lost"]
                      + under_kill["duplicated"])
     missed = _verdict("1 instance on Redis / memory stores, req/s", ratio_b, ">=", RATIO_GOAL, "")
     print(f"info  3 instances on Redis / memory stores, req/s  {ratio_c:8.2f}")
+    print(f"info  instance CPU per call, memory/redis1/redis3  "
+          f"{cpu['memory']:.0f}/{cpu['redis1']:.0f}/{cpu['redis3']:.0f} us")
     missed += _verdict("failures in the measured rounds", sum(failed_in_rounds.values()),
                        "<=", 0, "")
     missed += _verdict("errors+lost+duplicated, kill/restart of 1 of 3", kill_failures,
