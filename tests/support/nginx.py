@@ -5,9 +5,10 @@ the foreground (``daemon off``, one process: ``master_process off``) on a free p
 127.0.0.1, stopped by its process id. The configuration is what docs/deployment.md
 recommends: round-robin with no stickiness, HTTP/1.1 to the upstreams with keepalive
 connections, ``proxy_buffering off`` so SSE events pass at once, long read timeouts for
-open streams, and the client's ``Host`` passed through. A request that cannot reach an
-instance (it was killed) is passed to the next one (``RETRY_UNSENT``; ``RETRY_POSTS``
-passes on a killed instance's unanswered POSTs as well).
+open streams, and the client's ``Host`` passed through. A request an instance did not
+answer (it was killed before any byte of its answer) is passed to the next one, POSTs
+included (``RETRY_POSTS``); ``RETRY_UNSENT`` is nginx's default for POSTs (passed on only
+when they could not be sent), which bench/scaleout.py measures against it.
 """
 
 from __future__ import annotations
@@ -44,7 +45,6 @@ http {{
             proxy_set_header Host $http_host;
             proxy_buffering off;
             proxy_cache off;
-            proxy_request_buffering off;
             proxy_read_timeout 600s;
             {retry}
         }}
@@ -52,13 +52,15 @@ http {{
 }}
 """
 
-# When nginx passes a request to the next instance. By default (and in these tests) only
-# when it could not be sent: a POST an instance took and then died with gets 502.
-RETRY_UNSENT = "proxy_next_upstream error timeout; proxy_next_upstream_tries 3;"
-# docs/deployment.md's choice for a deployment whose calls may run again (bench/scaleout.py
-# measures both): POSTs too, when no answer had begun, within 5 s of the first attempt.
-RETRY_POSTS = ("proxy_next_upstream error timeout non_idempotent; proxy_next_upstream_tries 3; "
-               "proxy_next_upstream_timeout 5s;")
+# When nginx may pass a request to the next instance. nginx's default for POSTs: only when
+# it could not be sent (a POST an instance took and then died with gets 502).
+RETRY_UNSENT = ("proxy_request_buffering off; proxy_next_upstream error timeout; "
+                "proxy_next_upstream_tries 3;")
+# docs/deployment.md's choice (bench/scaleout.py measures both): POSTs too, when no answer
+# had begun, within 5 s of the first attempt; with the body buffered, so that a POST of
+# any size can be sent again (unbuffered, nginx cannot once it began sending the body).
+RETRY_POSTS = ("proxy_request_buffering on; proxy_next_upstream error timeout non_idempotent; "
+               "proxy_next_upstream_tries 3; proxy_next_upstream_timeout 5s;")
 
 
 def nginx_binary() -> str:
@@ -66,10 +68,10 @@ def nginx_binary() -> str:
 
 
 def config(port: int, upstreams: Sequence[int], directory: Path,
-           retry: str = RETRY_UNSENT) -> str:
+           retry: str = RETRY_POSTS) -> str:
     """The nginx configuration balancing ``port`` over ``upstreams`` (ports of 127.0.0.1);
-    ``retry``: the ``proxy_next_upstream*`` directives (when a request is passed to
-    another instance)."""
+    ``retry``: the request-buffering and ``proxy_next_upstream*`` directives (whether and
+    when a request is passed to another instance)."""
     servers = "\n".join(f"        server 127.0.0.1:{p} max_fails=0;" for p in upstreams)
     return CONFIG.format(dir=directory, servers=servers, port=port, retry=retry)
 
@@ -77,7 +79,7 @@ def config(port: int, upstreams: Sequence[int], directory: Path,
 class Nginx(InTempDir):
     """One nginx process balancing over ``upstreams``; a context manager."""
 
-    def __init__(self, upstreams: Sequence[int], retry: str = RETRY_UNSENT) -> None:
+    def __init__(self, upstreams: Sequence[int], retry: str = RETRY_POSTS) -> None:
         binary = nginx_binary()
         super().__init__("nginx")
         conf = self.dir / "nginx.conf"
