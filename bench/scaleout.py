@@ -24,8 +24,9 @@ with a text unique to the call, ``--calls`` per client or ``--seconds``, whichev
 first. Every answer is checked: the id answered exactly once, with the text sent. Rounds
 alternate the configurations (the order rotated each round); figures are medians.
 
-Memory: Redis ``INFO memory`` ``used_memory`` before and after ``--sessions`` sessions
-opened (initialize + initialized) through ``redis1`` and left open, per session.
+Memory, first (Redis still empty): ``INFO memory`` ``used_memory`` before and after
+``--sessions`` sessions opened (initialize + initialized) through ``redis1`` and left
+open, per session; and the mean ``MEMORY USAGE`` of a session record.
 
 Kill: the load runs on ``redis3`` for ``--kill-seconds``; at a third of it one instance
 gets SIGKILL, and is restarted a second later. Counted: errors (an HTTP status other
@@ -327,20 +328,27 @@ class Deployment:
         return {"instances": of(self.instances[name]), "nginx": self.nginx_pids[name],
                 "redis": of([self.redis.daemon]) if name != "memory" else []}
 
-    def used_memory(self) -> int:
+    def redis_memory(self) -> tuple[int, float]:
+        """Redis's ``used_memory``, and the mean ``MEMORY USAGE`` of up to 100 session
+        records (``mcpkit:s:*``; 0 when there are none)."""
         import redis
 
         client = redis.Redis.from_url(self.redis.url)
         try:
-            return int(client.info("memory")["used_memory"])
+            keys = list(itertools.islice(client.scan_iter("mcpkit:s:*", count=500), 100))
+            sizes = [int(client.memory_usage(key) or 0) for key in keys]
+            used = int(client.info("memory")["used_memory"])
+            return used, statistics.mean(sizes) if sizes else 0.0
         finally:
             client.close()
 
 
-async def session_bytes(deployment: Deployment, sessions: int) -> float:
-    """Redis bytes per open session: ``sessions`` opened through ``redis1`` and left open
-    (16 at a time, each on its own connection)."""
-    before = deployment.used_memory()
+async def session_bytes(deployment: Deployment, sessions: int) -> dict[str, float]:
+    """Redis bytes per open session: ``used_memory`` before and after ``sessions`` were
+    opened through ``redis1`` (16 at a time) and left open, per session (the record, its
+    key's expiry, the instance's pub/sub channel for it, the dictionaries' growth); and
+    the mean ``MEMORY USAGE`` of a session record alone."""
+    before, _ = deployment.redis_memory()
     port = deployment.ports["redis1"]
     numbers = iter(range(sessions))
 
@@ -353,7 +361,9 @@ async def session_bytes(deployment: Deployment, sessions: int) -> float:
                 client.conn.close()
 
     await asyncio.wait_for(asyncio.gather(*(opener() for _ in range(16))), 120)
-    return (deployment.used_memory() - before) / sessions
+    after, record = deployment.redis_memory()
+    return {"used_memory_per_session": round((after - before) / sessions),
+            "record_bytes": round(record)}
 
 
 def upstream_errors(log: str) -> dict[str, int]:
@@ -400,13 +410,13 @@ def main() -> int:
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
     with ExitStack() as stack:
         deployment = Deployment(stack, python, not opts.no_retry)
+        per_session = asyncio.run(session_bytes(deployment, opts.sessions))  # Redis still empty
         for r in range(opts.rounds):
             for name in CONFIGS[r % 3:] + CONFIGS[:r % 3]:
                 load = drive(deployment.ports[name], opts.clients, opts.calls, opts.seconds,
                              pids=deployment.pids(name))
                 runs[name].append(asyncio.run(asyncio.wait_for(load, opts.seconds + 60)))
                 print(f"round {r + 1} {name}: {runs[name][-1]}", file=sys.stderr, flush=True)
-        per_session = asyncio.run(session_bytes(deployment, opts.sessions))
         victim = deployment.instances["redis3"][1]
         kill = drive(deployment.ports["redis3"], opts.clients, sys.maxsize, opts.kill_seconds,
                      kill_restart(victim, opts.kill_seconds / 3,
@@ -430,6 +440,8 @@ def main() -> int:
                      + under_kill["duplicated"])
     missed = _verdict("1 instance on Redis / memory stores, req/s", ratio_b, ">=", RATIO_GOAL, "")
     print(f"info  3 instances on Redis / memory stores, req/s  {ratio_c:8.2f}")
+    print(f"info  Redis per open session: {per_session['used_memory_per_session']} B "
+          f"(used_memory), record {per_session['record_bytes']} B (MEMORY USAGE)")
     print(f"info  instance CPU per call, memory/redis1/redis3  "
           f"{cpu['memory']:.0f}/{cpu['redis1']:.0f}/{cpu['redis3']:.0f} us")
     missed += _verdict("failures in the measured rounds", sum(failed_in_rounds.values()),
@@ -442,7 +454,7 @@ def main() -> int:
               "signal": opts.signal,
               "summary": summary, "ratio_redis1_memory": round(ratio_b, 3),
               "ratio_redis3_memory": round(ratio_c, 3), "goal": RATIO_GOAL,
-              "redis_bytes_per_session": round(per_session), "sessions": opts.sessions,
+              "redis_per_session": per_session, "sessions": opts.sessions,
               "failures_in_rounds": failed_in_rounds, "kill": under_kill, "runs": runs}
     line = json.dumps(result)
     print(line)

@@ -40,5 +40,6 @@ def test_scaleout_bench_smoke() -> None:
     kill = result["kill"]
     assert kill["restarted_ok"] and kill["ok"] > 0, kill
     assert (kill["errors"], kill["lost"], kill["duplicated"]) == ({}, 0, 0), kill
-    assert result["redis_bytes_per_session"] > 100, result
+    memory = result["redis_per_session"]
+    assert memory["used_memory_per_session"] > 100 and memory["record_bytes"] > 100, memory
     assert "PASS  errors+lost+duplicated" in run.stdout
