@@ -3,11 +3,14 @@
 1 instance on Redis and 3 instances on Redis; Redis memory per open session; one instance
 killed and restarted under load.
 
-    .venv/bin/python bench/scaleout.py [--rounds 3] [--clients 64] [--calls 300]
-        [--seconds 10] [--sessions 1000] [--kill-seconds 12] [--python PATH] [--json OUT]
+    .venv/bin/python bench/scaleout.py [--rounds 3] [--clients 64] [--calls 500]
+        [--seconds 10] [--sessions 1000] [--kill-seconds 12] [--python PATH]
+        [--no-retry] [--signal KILL|TERM] [--json OUT]
 
-Everything runs on loopback and is stopped by process id: one ``redis-server`` (the Debian
-package, append-only file as docs/deployment.md recommends, in a temporary directory),
+The bench itself runs in the dev venv (it uses the fixtures of ``tests/support`` and
+redis-py); it needs the Debian packages ``redis-server`` and ``nginx``. Everything runs on
+loopback and is stopped by process id: one ``redis-server`` (the Debian package,
+append-only file as docs/deployment.md recommends, in a temporary directory),
 the mcpkit instances (``examples/everything.py --http --port P [--redis URL]``, run by
 ``bench/.venv-redis``: ``pip install '.[redis]'``, the way a user installs it, made or
 refreshed on each run; ``--python`` runs them with another interpreter instead), and one
@@ -22,7 +25,9 @@ Load: ``--clients`` clients, each its own HTTP/1.1 keep-alive connection to ngin
 own MCP session (``initialize``, ``notifications/initialized``), then ``tools/call echo``
 with a text unique to the call, ``--calls`` per client or ``--seconds``, whichever ends
 first. Every answer is checked: the id answered exactly once, with the text sent. Rounds
-alternate the configurations (the order rotated each round); figures are medians.
+alternate the configurations (the order rotated each round); figures are medians: req/s,
+p50/p99 latency, and the CPU time (user + system, /proc) per answered call of the
+instances, nginx and Redis, which a shared machine skews less than req/s.
 
 Memory, first (Redis still empty): ``INFO memory`` ``used_memory`` before and after
 ``--sessions`` sessions opened (initialize + initialized) through ``redis1`` and left
@@ -395,7 +400,7 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=3, choices=range(1, 100),
                         metavar="N")
     parser.add_argument("--clients", type=int, default=64)
-    parser.add_argument("--calls", type=int, default=300, help="calls per client per round")
+    parser.add_argument("--calls", type=int, default=500, help="calls per client per round")
     parser.add_argument("--seconds", type=float, default=10.0, help="at most, per round")
     parser.add_argument("--sessions", type=int, default=1000, help="for Redis memory")
     parser.add_argument("--kill-seconds", type=float, default=12.0)
@@ -406,6 +411,8 @@ def main() -> int:
                         help="how the instance is stopped under load")
     parser.add_argument("--json", help="also write the result here")
     opts = parser.parse_args()
+    # SIGTERM ends the run like Ctrl-C does: every process it started is stopped by id
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     python = instance_python(opts.python)
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
     with ExitStack() as stack:
