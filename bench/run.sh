@@ -18,6 +18,9 @@
 # from its own venv (plain install + granian), HTTP suite only. FLOORS=1 adds two stdio
 # peers that show what the event-loop stack alone costs: bench/floor_anyio.py and
 # bench/floor_asyncio.py.
+# Not run here (its own deployment: redis-server, nginx, five instances): bench/scaleout.py,
+# issue #14's scale-out load test (memory vs 1 and 3 instances on Redis through nginx, Redis
+# bytes per session, an instance killed under load); see docs/deployment.md, "Sizing".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 HARNESS="${MCPBENCH:-../shared/bench/mcpbench.py}"

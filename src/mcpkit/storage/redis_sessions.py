@@ -2,7 +2,8 @@
 
 A record (``SessionStore``) is one JSON string per session under ``<prefix>s:{sid}`` that
 expires ``ttl`` seconds after its last use: ``touch`` renews it on every request and
-reads it back (one script: ``GET`` and ``PEXPIRE``), so a DELETE on one instance or an
+reads it back (one script: ``GET`` and ``PEXPIRE``; the renewals of one loop turn share a
+pipeline, ``redis_batch``), so a DELETE on one instance or an
 expiry is seen by every instance at its next request, and so is a change another
 instance saved (the log level, the handshake's end). The store is a
 ``SharedSecret`` as well (the key sealing MRTR ``requestState``, kept in Redis). Calls
@@ -14,6 +15,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .redis_batch import ScriptBatch
 from .redis_link import RedisLink
 from .sessions import Record
 
@@ -34,7 +36,7 @@ class RedisSessionStore:
         if ttl <= 0:
             raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
         self.ttl_ms = int(ttl * 1000)
-        self._touch = self.link.script(TOUCH)
+        self._touch = ScriptBatch(self.link, TOUCH)
 
     def _key(self, session_id: str) -> str:
         return self.link.key("s", session_id, tag=session_id)
