@@ -24,6 +24,7 @@ import redis as redis_py
 
 from mcpkit import Server
 from mcpkit.client import Client
+from mcpkit.storage.redis_sessions import RECHECK
 from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp, everything_server
 from tests.support.redis import RedisServer
 from tests.support.schemas import validate
@@ -79,6 +80,31 @@ async def test_any_instance_serves_any_request(three: list[LiveServer],
     for server in (a, b, c):
         reply = await on(client, server).request("ping")
         assert reply.status == 404 and reply.json["error"]["code"] == -32001
+
+
+def script_calls(url: str) -> int:
+    """How many Lua script calls Redis has run (a session renewal is one)."""
+    with redis_py.Redis.from_url(url) as r:
+        stats = r.info("commandstats")
+    return sum(int(stats.get(f"cmdstat_{name}", {}).get("calls", 0))
+               for name in ("evalsha", "eval"))
+
+
+async def test_a_recent_renewal_is_trusted_and_changes_still_reach_holders_at_once(
+        three: list[LiveServer], redis: RedisServer, client: McpHttp) -> None:
+    a, b, _ = three
+    await on(client, a).initialize()
+    assert (await on(client, a).request("ping")).status == 200  # renewed and read: trusted
+    before = script_calls(redis.url)
+    for _ in range(20):
+        assert (await on(client, a).request("ping")).status == 200
+    assert script_calls(redis.url) - before <= 2  # not one Redis round trip per request
+    # a change made on B is announced on the bus: A reads the record again at once
+    assert (await on(client, b).request("logging/setLevel", {"level": "error"})).status == 200
+    reply = await on(client, a).call_tool("test_tool_with_logging")
+    assert [m for m in reply.messages if m.get("method") == "notifications/message"] == []
+    assert (await on(client, b).delete()).status == 200  # and so is a DELETE
+    assert (await on(client, a).request("ping")).status == 404
 
 
 async def test_elicitation_answered_through_another_instance(
@@ -177,6 +203,7 @@ async def test_redis_down_is_503_then_recovers_by_itself(client: McpHttp) -> Non
         a, b = stack.servers  # type: ignore[attr-defined]
         await on(client, a).initialize()
         redis.stop()
+        await asyncio.sleep(RECHECK)  # past the window in which A trusts its last renewal
         for server in (a, b):
             reply = await on(client, server).request("ping", timeout=15)
             assert reply.status == 503, reply.body
@@ -306,6 +333,7 @@ async def test_hostile_ids_and_damaged_records(three: list[LiveServer], redis: R
     # a record damaged in Redis: no session, on the instance that held it and on the others
     with redis_py.Redis.from_url(redis.url) as r:
         r.set(f"mcpkit:s:{{{client.session_id}}}", b"\xff{not json")
+    await asyncio.sleep(RECHECK)  # an edit behind mcpkit's back shows after the window
     for server in (a, b):
         reply = await on(client, server).request("ping")
         assert reply.status == 404 and reply.json["error"]["code"] == -32001

@@ -50,7 +50,8 @@ async def two(server: RedisServer, request: pytest.FixtureRequest
 
 
 async def test_session_records_are_shared_and_expire(two: tuple[RedisLink, RedisLink]) -> None:
-    a, b = RedisSessionStore(two[0], ttl=0.3), RedisSessionStore(two[1], ttl=0.3)
+    a, b = (RedisSessionStore(two[0], ttl=0.3, recheck=0),
+            RedisSessionStore(two[1], ttl=0.3, recheck=0))
     record = {"version": "2025-11-25", "owner": None, "ready": True, "log_level": "info"}
     await a.save("s1", record)
     assert await b.load("s1") == record
@@ -184,6 +185,9 @@ def test_bad_configuration_is_refused_plainly() -> None:
         RedisLink("redis://localhost", timeout=0)
     with pytest.raises(ValueError, match="ttl"):
         RedisSessionStore("redis://localhost", ttl=0)
+    for bad in (-1, 10.0, 20.0):
+        with pytest.raises(ValueError, match="recheck must be seconds from 0 to below ttl"):
+            RedisSessionStore("redis://localhost", ttl=10, recheck=bad)
 
 
 def test_importing_mcpkit_storage_does_not_import_redis() -> None:

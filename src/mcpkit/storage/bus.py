@@ -10,6 +10,8 @@ instance that ``listen``s for that session (each ignores what is not for it):
 - ``NOTIFY`` + a JSON-RPC message: for the session's standalone GET stream; the instance
   holding it open writes it.
 - ``ENDED``: the session was deleted; every instance drops its copy at once.
+- ``CHANGED``: the session's record changed (the log level, the end of the handshake);
+  every holder reads it again at its next request instead of trusting its recent check.
 
 Deployment-wide changes go to ``DEPLOYMENT`` (a channel no session has), heard by every
 instance: ``LIST_CHANGED`` + a ``notifications/*/list_changed`` method, ``UPDATED`` + a
@@ -28,6 +30,7 @@ from typing import Protocol
 ANSWER = b"A"
 NOTIFY = b"N"
 ENDED = b"E"
+CHANGED = b"C"
 LIST_CHANGED = b"L"
 UPDATED = b"R"
 DEPLOYMENT = ""
@@ -51,4 +54,5 @@ class SessionBus(Protocol):
         ...
 
 
-__all__ = ["ANSWER", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "UPDATED", "SessionBus"]
+__all__ = ["ANSWER", "CHANGED", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "UPDATED",
+           "SessionBus"]

@@ -1,11 +1,11 @@
 """Session records in Redis: any instance of a deployment serves any session.
 
 A record (``SessionStore``) is one JSON string per session under ``<prefix>s:{sid}`` that
-expires ``ttl`` seconds after its last use: ``touch`` renews it on every request and
-reads it back (one script: ``GET`` and ``PEXPIRE``; the renewals of one loop turn share a
-pipeline, ``redis_batch``), so a DELETE on one instance or an
-expiry is seen by every instance at its next request, and so is a change another
-instance saved (the log level, the handshake's end). The store is a
+expires ``ttl`` seconds after its last use: ``touch`` renews it and reads it back (one
+script: ``GET`` and ``PEXPIRE``; the renewals of one loop turn share a pipeline,
+``redis_batch``) at a session's first request on an instance and then at most once per
+``recheck`` seconds; a DELETE or a change another instance saved (the log level, the
+handshake's end) also reaches every holder at once over the bus. The store is a
 ``SharedSecret`` as well (the key sealing MRTR ``requestState``, kept in Redis). Calls
 raise ``StoreUnavailable`` when Redis cannot be reached (see ``redis_link``).
 """
@@ -19,6 +19,9 @@ from .redis_batch import ScriptBatch
 from .redis_link import RedisLink
 from .sessions import Record
 
+RECHECK = 1.0
+"""Seconds an instance trusts its last renewal of a session by default (see ``__init__``)."""
+
 TOUCH = """
 local v = redis.call('GET', KEYS[1])
 if v then redis.call('PEXPIRE', KEYS[1], ARGV[1]) end
@@ -31,11 +34,21 @@ class RedisSessionStore:
 
     shared = True  # instances sharing this store see each other's sessions
 
-    def __init__(self, link: RedisLink | str, *, ttl: float = 3600.0) -> None:
+    def __init__(self, link: RedisLink | str, *, ttl: float = 3600.0,
+                 recheck: float = RECHECK) -> None:
+        """``recheck``: seconds an instance that renewed a session trusts that renewal
+        before renewing (and re-reading) it again. A DELETE or a change made elsewhere
+        reaches the holders at once over the bus (``ENDED``, ``CHANGED``), so the window
+        only matters when a bus message is lost or the record is edited behind mcpkit's
+        back; 0 checks the record on every request (one Redis round trip each)."""
         self.link = link if isinstance(link, RedisLink) else RedisLink(link)
         if ttl <= 0:
             raise ValueError(f"ttl must be positive seconds, got {ttl!r}")
+        if not 0 <= recheck < ttl:
+            raise ValueError(f"recheck must be seconds from 0 to below ttl ({ttl}), "
+                             f"got {recheck!r}")
         self.ttl_ms = int(ttl * 1000)
+        self.recheck = float(recheck)
         self._touch = ScriptBatch(self.link, TOUCH)
 
     def _key(self, session_id: str) -> str:

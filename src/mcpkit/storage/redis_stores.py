@@ -14,7 +14,7 @@ from .redis_buckets import RedisBuckets
 from .redis_bus import RedisBus
 from .redis_events import RedisEventStore
 from .redis_link import RedisLink
-from .redis_sessions import RedisSessionStore
+from .redis_sessions import RECHECK, RedisSessionStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +29,13 @@ class RedisStores:
 
     @classmethod
     def from_url(cls, url: str, *, ttl: float = 3600.0, max_events: int = 1000,
-                 prefix: str = "mcpkit:", timeout: float = 2.0) -> RedisStores:
+                 prefix: str = "mcpkit:", timeout: float = 2.0,
+                 recheck: float = RECHECK) -> RedisStores:
         """Stores on the Redis at ``url`` (``redis://``, ``rediss://`` or ``unix://``);
         ``timeout``: seconds any one Redis call may take before the request needing it
-        gets a 503."""
+        gets a 503; ``recheck``: see ``RedisSessionStore``."""
         link = RedisLink(url, prefix=prefix, timeout=timeout)
-        return cls(link, RedisSessionStore(link, ttl=ttl),
+        return cls(link, RedisSessionStore(link, ttl=ttl, recheck=recheck),
                    RedisEventStore(link, max_events=max_events, ttl=ttl), RedisBuckets(link),
                    RedisBus(link))
 

@@ -319,6 +319,8 @@ class StreamableHTTPApp:
         if snap != saved:
             session.saved = snap
             await self.config.session_store.save(session.session_id, snap)
+            if self.shared is not None:
+                await self.shared.changed(session)
 
     def _check_version(self, headers: dict[str, str], session: HttpSession) -> None:
         version = headers.get("mcp-protocol-version")

@@ -4,10 +4,12 @@ With a shared session store and a ``SessionBus`` (``Server.asgi_app(store="redis
 any instance serves any request of any session, and a session may be held by several
 instances at once. ``SharedSessions`` keeps them consistent:
 
-- Every request renews the session's record in the store and reads it back (``touch``):
-  a DELETE or an expiry on one instance is seen by all at their next request (a DELETE
-  also tells every holder at once: ``ENDED`` on the bus), and so is what another
-  instance changed (the log level, the end of the handshake).
+- A request renews the session's record in the store and reads it back (``touch``)
+  unless this instance did so less than the store's ``recheck`` seconds ago: a DELETE
+  tells every holder at once (``ENDED`` on the bus), a saved change too (``CHANGED``:
+  the log level, the end of the handshake; the holders re-read at their next request),
+  and an expiry or a lost bus message is seen within ``recheck``. That spares the
+  Redis round trip of most requests (bench/scaleout.py).
 - An instance holding a session listens to its bus channel. A POST carrying the answer to
   a server-to-client request another instance made (sampling, elicitation, roots, ping) is
   published there, and the instance whose connection awaits that id takes it. Request
@@ -31,13 +33,14 @@ import contextlib
 import functools
 import logging
 import secrets
+import time
 from collections.abc import Callable
 from typing import Any
 
 import orjson
 
 from ..session import Session
-from ..storage.bus import ANSWER, ENDED, NOTIFY, SessionBus
+from ..storage.bus import ANSWER, CHANGED, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
@@ -61,6 +64,7 @@ class SharedSessions:
         self.events = events
         self.bus = bus
         self._touch: Callable[[str], Any] = touch
+        self.recheck = float(getattr(store, "recheck", 0.0))
         self.token = secrets.token_hex(4)
         self._held: dict[Session, HttpSession] = {}  # the sessions adopted here
 
@@ -77,7 +81,11 @@ class SharedSessions:
 
     async def alive(self, session: HttpSession) -> bool:
         """Renew the session's record and take what another instance changed in it
-        (the log level); False when another instance ended it, or it expired."""
+        (the log level); False when another instance ended it, or it expired. Within
+        ``recheck`` seconds of the last renewal the local copy is trusted (see above)."""
+        now = time.monotonic()
+        if now - session.checked < self.recheck:
+            return True
         record = await self._touch(session.session_id)
         if not isinstance(record, dict):
             return False
@@ -87,7 +95,12 @@ class SharedSessions:
             except ValueError:
                 return False
             session.saved = record
+        session.checked = now
         return True
+
+    async def changed(self, session: HttpSession) -> None:
+        """Tell the session's other holders that its record changed (``_persist``)."""
+        await self.bus.publish(session.session_id, CHANGED)
 
     def leave(self, session: HttpSession) -> None:
         """Stop listening for a session dropped here (in the background)."""
@@ -131,6 +144,8 @@ def _deliver(session: HttpSession, ended: Callable[[str], None], message: bytes)
     kind, body = message[:1], message[1:]
     if kind == ENDED:
         ended(session.session_id)
+    elif kind == CHANGED:
+        session.checked = 0.0  # read the record again at the next request
     elif kind == NOTIFY:
         if session.standalone is not None:
             session.standalone.push(body, False)

@@ -241,6 +241,7 @@ class HttpSession:
         "_seq",
         "backlog",
         "bus",
+        "checked",
         "direct",
         "last_seen",
         "last_standalone",
@@ -290,6 +291,7 @@ class HttpSession:
         #: Shared with other instances (``http_shared``): the bus to them, and this
         #: instance's prefix of stream ids.
         self.bus: SessionBus | None = None
+        self.checked = 0.0  # when the shared record was last renewed and read (monotonic)
         self.stream_prefix = ""
         self.outbox: list[bytes] = []  # for the bus, in order
 
