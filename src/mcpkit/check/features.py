@@ -208,17 +208,17 @@ def _tool_text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def _tools_to_call(facts: Facts, mode: str) -> list[dict[str, Any]]:
+def tools_to_call(facts: Facts, mode: str, limit: int | None = MAX_TOOLS_CALLED
+                  ) -> list[dict[str, Any]]:
+    """The listed tools ``mode`` lets the checker call (``all``: every one; ``readonly``:
+    those annotated ``readOnlyHint: true``), the first ``limit`` of them."""
     tools = [t for t in facts.tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
-    if mode == "all":
-        return tools[:MAX_TOOLS_CALLED]
     if mode == "readonly":
-        return [
-            t for t in tools
-            if isinstance(t.get("annotations"), dict)
-            and t["annotations"].get("readOnlyHint") is True
-        ][:MAX_TOOLS_CALLED]
-    return []
+        tools = [t for t in tools if isinstance(t.get("annotations"), dict)
+                 and t["annotations"].get("readOnlyHint") is True]
+    elif mode != "all":
+        tools = []
+    return tools[:limit]
 
 
 async def probe_tools(sp: Speaker, facts: Facts, mode: str) -> None:
@@ -272,7 +272,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
     tool_error_required = (facts.revision or "") >= "2025-11-25"
     verdicts: list[tuple[str, str, str]] = []  # (verdict, message, evidence)
     refused: list[str] = []  # tools the token may not call: their arguments were not judged
-    candidates = _tools_to_call(facts, mode)
+    candidates = tools_to_call(facts, mode)
     for tool in candidates:
         made = invalid_arguments(tool.get("inputSchema"))
         if made is None:
@@ -342,7 +342,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
 async def _probe_valid_calls(sp: Speaker, facts: Facts) -> None:
     era = facts.era
     checked: list[tuple[str, str, str]] = []
-    for n, tool in enumerate(_tools_to_call(facts, "all")):
+    for n, tool in enumerate(tools_to_call(facts, "all")):
         args = valid_arguments(tool.get("inputSchema"))
         if args is None:
             continue
