@@ -19,7 +19,7 @@ from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
 from ..protocol.stateless import CLIENT_INFO as META_INFO
 from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
 from ..protocol.versions import V2026_07_28
-from ..transports.http_routing import header_value, param_header_value
+from ..transports.http_routing import NAMED_BY, header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint_input import ProvokedError, ToolCall
@@ -64,9 +64,8 @@ class Speaker:
             return None
         h = {"Mcp-Method": method, "MCP-Protocol-Version": STATELESS_VERSION}
         p = params or {}
-        name = p.get("name") if method in ("tools/call", "prompts/get") else (
-            p.get("uri") if method == "resources/read" else None
-        )
+        key = NAMED_BY.get(method)  # what Mcp-Name repeats (tasks/*: the taskId)
+        name = p.get(key) if key is not None else None
         if isinstance(name, str):
             h["Mcp-Name"] = header_value(name)
         arguments = p.get("arguments")

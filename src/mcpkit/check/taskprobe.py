@@ -115,17 +115,17 @@ async def _unknown_id(probe: TaskProbe) -> None:
     methods = ("tasks/get", "tasks/cancel") if probe.ext else (
         "tasks/get", "tasks/result", "tasks/cancel")
     wrong: list[str] = []
-    evidence: Reply | None = None
+    failing: list[Reply] = []
     for method in methods:
         reply = await probe.call(method, {"taskId": UNKNOWN_TASK})
         if reply.error_code != -32602:
             wrong.append(f"{method} answered {what(reply)}")
-            evidence = evidence or reply
+            failing.append(reply)
         last = reply
     if wrong:
         probe.add("TASKS.unknown-id", "fail",
                   f"A task id the server never issued: {'; '.join(wrong)}. Answer -32602 "
-                  "(Invalid params) for an unknown or expired taskId.", evidence or last)
+                  "(Invalid params) for an unknown or expired taskId.", failing[0], failing)
     else:
         probe.add("TASKS.unknown-id", "pass",
                   f"{', '.join(methods)} of an unknown task id answered -32602.", last)
@@ -166,7 +166,8 @@ async def _plain_call(probe: TaskProbe, required: list[dict[str, Any]]) -> None:
                         "synchronously instead" + (f" ({EXTENSION} was not declared)"
                                                    if probe.ext else ""), call.evidence))
     if bad:
-        probe.add("TASKS.plain-call", "fail", "; ".join(b[0] for b in bad[:3]) + ".", bad[0][1])
+        probe.add("TASKS.plain-call", "fail", "; ".join(b[0] for b in bad[:3]) + ".", bad[0][1],
+                  [b[1] for b in bad])
     elif good or facts.calls:
         probe.add("TASKS.plain-call", "pass", "; ".join(good) if good else
                   "No plain call got a task.")
