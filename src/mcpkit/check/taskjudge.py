@@ -51,7 +51,6 @@ class Started:
 
     tool: str
     arguments: dict[str, Any]
-    optional: bool
     created: Reply
     task_id: str | None = None
     views: list[tuple[str, dict[str, Any], Reply]] = field(default_factory=list)
@@ -64,6 +63,8 @@ class Started:
 
 @dataclass(slots=True)
 class TaskProbe:
+    """One era's task probing: where findings go, how to speak, the tasks started."""
+
     facts: Facts
     sp: Speaker
     form: WireForm

@@ -194,7 +194,7 @@ async def _start(probe: TaskProbe, allowed: list[dict[str, Any]],
         if not probe.ext:
             params["task"] = {"ttl": 60_000}
         reply = await probe.call("tools/call", params)
-        s = Started(tool["name"], args, support.get(tool["name"]) != "required", reply)
+        s = Started(tool["name"], args, reply)
         view = create_view(reply.result, probe.form)
         if view is not None:
             s.task_id = view.get("taskId") if isinstance(view.get("taskId"), str) else None
