@@ -25,9 +25,31 @@ def _verdict(label: str, value: float, op: str, goal: float, unit: str) -> int:
     return 0 if ok else 1
 
 
+def _tasks(figures: dict[str, Any]) -> int:
+    """The tasks goal (issue #13): a task round trip costs at most 3 plain calls, in both
+    generations (bench/tasks.py's figures); the memory kept per finished task is shown."""
+    missed = 0
+    plain = figures.get("plain_rps")
+    for label, key in (("task round trip 2026-07-28, in plain calls", "ext_round_trip_rps"),
+                       ("task + tasks/result 2025-11-25, in plain calls",
+                        "core_round_trip_rps")):
+        rate = figures.get(key)
+        if not plain or not rate:
+            print(f"n/a   {label}")
+            continue
+        missed += _verdict(label, plain / rate, "<=", 3, "x")
+    kb = figures.get("kb_per_finished_task")
+    if isinstance(kb, int | float):
+        print(f"info  {'memory kept per finished task':44s} {kb:8.2f} KB")
+    return missed
+
+
 def main(path: str) -> int:
     with open(path) as f:
         data = json.load(f)
+    tasks_missed = _tasks(data["tasks"]) if isinstance(data.get("tasks"), dict) else 0
+    if "summary" not in data:  # bench/tasks.py alone
+        return 1 if tasks_missed else 0
     summary = data["summary"]
     era = (data.get("meta") or {}).get("era")
     if "mcpkit" not in summary:  # several eras: {era: {peer: ...}}
@@ -37,7 +59,7 @@ def main(path: str) -> int:
         stateless = summary if era == "2026-07-28" else None
         if era == "2026-07-28":
             summary = {}
-    missed = 0
+    missed = tasks_missed
     if stateless:
         def sm(peer: str, key: str) -> float | None:
             return _median(stateless, peer, key)

@@ -3,7 +3,7 @@
 # no extras, into bench/.venv-plain) serving the example servers, side by side with the
 # official SDK and the raw limit in one run of the shared mcpbench.py harness (every peer on
 # the same machine, rounds interleaved); then check the ratios against the issues' goals
-# (bench/goals.py).
+# (bench/goals.py). bench/tasks.py then measures task round trips against plain calls.
 #   bench/run.sh                 # the full run (~15 min on 2 cores)
 #   bench/run.sh --quick         # a smoke run
 #   bench/run.sh --era 2026-07-28 --suites B,C   # the stateless revision
@@ -65,4 +65,9 @@ cat > "$PEERS" <<JSON
 JSON
 "$PY" "$HARNESS" --peer raw --peer sdk-low --peer sdk-low-json --peer-file "$PEERS" \
     --json "$OUT" "$@"
+# Tasks beside plain calls (issue #13), in-process on the plain install; the figures go
+# into the same result file, under "tasks", for goals.py.
+TASK_CALLS=2000
+case " $* " in *" --quick "*) TASK_CALLS=300 ;; esac
+"$PLAIN/bin/python" bench/tasks.py --calls "$TASK_CALLS" --kept "$TASK_CALLS" --json "$OUT"
 "$PY" bench/goals.py "$OUT"

@@ -40,11 +40,11 @@ EXTENSION_ONLY = tuple(f"'{m}' does not exist in revision 2026-07-28"
                        for m in ("tasks/get", "tasks/update", "tasks/cancel"))
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    """asyncio: mcpkit's task server does not run on trio yet ("no running event loop" in
-    a task's tools/call); the client side also runs on trio in test_client_task_host.py."""
-    return "asyncio"
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Both backends: the client, and mcpkit's task server in the same event loop (a
+    task's handler is detached from its request on trio too)."""
+    return str(request.param)
 
 
 @pytest.fixture(params=[V2025_11_25, V2026_07_28])

@@ -27,9 +27,11 @@ INVALID_PARAMS = -32602
 CONFIRM = {"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Tasks run on both anyio backends (a task's handler is detached from its request:
+    an asyncio task, or a trio system task)."""
+    return str(request.param)
 
 
 def make_server(**options: Any) -> Server:

@@ -36,9 +36,11 @@ SUB = "io.modelcontextprotocol/subscriptionId"
 WITH_EXT = {"elicitation": {}, "extensions": {EXTENSION: {}}}
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
+@pytest.fixture(params=["asyncio", "trio"])
+def anyio_backend(request: pytest.FixtureRequest) -> str:
+    """Tasks run on both anyio backends (a task's handler is detached from its request:
+    an asyncio task, or a trio system task)."""
+    return str(request.param)
 
 
 def meta(caps: dict[str, Any] | None = None) -> dict[str, Any]:

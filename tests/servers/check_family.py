@@ -519,12 +519,16 @@ def server_to_client(relay: Relay, defect: Defect, stdout: IO[bytes]) -> None:
         relay.to_client(defect.down(relay, msg, req))
 
 
-def main() -> int:
-    if len(sys.argv) != 2 or sys.argv[1] not in DEFECTS:
-        print(f"usage: check_family.py RULE\nRULE: {' '.join(DEFECTS)}", file=sys.stderr)
+def main(defects: dict[str, Defect] | None = None, good: Path = GOOD) -> int:
+    """Relay stdin/stdout to ``good`` with the defect ``sys.argv[1]`` names in ``defects``
+    (this file's :data:`DEFECTS` unless another family passes its own)."""
+    defects = DEFECTS if defects is None else defects
+    if len(sys.argv) != 2 or sys.argv[1] not in defects:
+        print(f"usage: {Path(sys.argv[0]).name} RULE\nRULE: {' '.join(defects)}",
+              file=sys.stderr)
         return 2
-    defect = DEFECTS[sys.argv[1]]
-    child = subprocess.Popen([sys.executable, str(GOOD)], stdin=subprocess.PIPE,
+    defect = defects[sys.argv[1]]
+    child = subprocess.Popen([sys.executable, str(good)], stdin=subprocess.PIPE,
                              stdout=subprocess.PIPE)
     assert child.stdin is not None and child.stdout is not None
     relay = Relay(child)

@@ -19,7 +19,7 @@ from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
 from ..protocol.stateless import CLIENT_INFO as META_INFO
 from ..protocol.stateless import PROTOCOL_VERSION as META_VERSION
 from ..protocol.versions import V2026_07_28
-from ..transports.http_routing import header_value, param_header_value
+from ..transports.http_routing import NAMED_BY, header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
 from .lint_input import ProvokedError, ToolCall
@@ -64,9 +64,8 @@ class Speaker:
             return None
         h = {"Mcp-Method": method, "MCP-Protocol-Version": STATELESS_VERSION}
         p = params or {}
-        name = p.get("name") if method in ("tools/call", "prompts/get") else (
-            p.get("uri") if method == "resources/read" else None
-        )
+        key = NAMED_BY.get(method)  # what Mcp-Name repeats (tasks/*: the taskId)
+        name = p.get(key) if key is not None else None
         if isinstance(name, str):
             h["Mcp-Name"] = header_value(name)
         arguments = p.get("arguments")
@@ -208,17 +207,17 @@ def _tool_text(result: Any) -> str:
     return "\n".join(parts)
 
 
-def _tools_to_call(facts: Facts, mode: str) -> list[dict[str, Any]]:
+def tools_to_call(facts: Facts, mode: str, limit: int | None = MAX_TOOLS_CALLED
+                  ) -> list[dict[str, Any]]:
+    """The listed tools ``mode`` lets the checker call (``all``: every one; ``readonly``:
+    those annotated ``readOnlyHint: true``), the first ``limit`` of them."""
     tools = [t for t in facts.tools if isinstance(t, dict) and isinstance(t.get("name"), str)]
-    if mode == "all":
-        return tools[:MAX_TOOLS_CALLED]
     if mode == "readonly":
-        return [
-            t for t in tools
-            if isinstance(t.get("annotations"), dict)
-            and t["annotations"].get("readOnlyHint") is True
-        ][:MAX_TOOLS_CALLED]
-    return []
+        tools = [t for t in tools if isinstance(t.get("annotations"), dict)
+                 and t["annotations"].get("readOnlyHint") is True]
+    elif mode != "all":
+        tools = []
+    return tools[:limit]
 
 
 async def probe_tools(sp: Speaker, facts: Facts, mode: str) -> None:
@@ -272,7 +271,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
     tool_error_required = (facts.revision or "") >= "2025-11-25"
     verdicts: list[tuple[str, str, str]] = []  # (verdict, message, evidence)
     refused: list[str] = []  # tools the token may not call: their arguments were not judged
-    candidates = _tools_to_call(facts, mode)
+    candidates = tools_to_call(facts, mode)
     for tool in candidates:
         made = invalid_arguments(tool.get("inputSchema"))
         if made is None:
@@ -342,7 +341,7 @@ async def _probe_invalid_arguments(sp: Speaker, facts: Facts, mode: str) -> None
 async def _probe_valid_calls(sp: Speaker, facts: Facts) -> None:
     era = facts.era
     checked: list[tuple[str, str, str]] = []
-    for n, tool in enumerate(_tools_to_call(facts, "all")):
+    for n, tool in enumerate(tools_to_call(facts, "all")):
         args = valid_arguments(tool.get("inputSchema"))
         if args is None:
             continue

@@ -26,6 +26,7 @@ SECTION_WIRE = "Wire validity"
 SECTION_PROTOCOL = "Protocol behaviour"
 SECTION_HTTP = "HTTP transport"
 SECTION_STATELESS = "Stateless revision 2026-07-28"
+SECTION_TASKS = "Tasks"
 SECTION_LINT = "Design lint"
 SECTION_SECURITY = "Security"
 SECTION_HOSTS = "Host configuration"
@@ -36,6 +37,7 @@ SECTIONS = (
     SECTION_PROTOCOL,
     SECTION_HTTP,
     SECTION_STATELESS,
+    SECTION_TASKS,
     SECTION_WIRE,
     SECTION_MATRIX,
     SECTION_LINT,
@@ -78,6 +80,7 @@ def _r(id: str, level: Level, section: str, title: str, spec: str = "") -> Rule:
 
 P, H, S, W, L = SECTION_PROTOCOL, SECTION_HTTP, SECTION_STATELESS, SECTION_WIRE, SECTION_LINT
 X = SECTION_SECURITY
+T = SECTION_TASKS
 
 RULES: dict[str, Rule] = {
     r.id: r
@@ -151,6 +154,33 @@ RULES: dict[str, Rule] = {
            "An unknown method over HTTP is 404 with a -32601 body", "R26-07.HTTP.10"),
         _r("STATELESS.get-delete", "SHOULD", S,
            "A stateless-only server answers GET and DELETE with 405", "R26-07.HTTP.19"),
+        # ---- tasks: 2025-11-25 in core, 2026-07-28 the io.modelcontextprotocol/tasks
+        # extension (SEP-2663); judged only when the server declares them
+        _r("TASKS.create", "MUST", T,
+           "A task-augmented tools/call is answered with a CreateTaskResult",
+           "R25-11.TASKS.4; SEP-2663 (flat, resultType \"task\")"),
+        _r("TASKS.fields", "MUST", T,
+           "Every Task carries taskId, a valid status, ISO 8601 createdAt/lastUpdatedAt, "
+           "the actual ttl and a whole pollInterval", "R25-11.TASKS.5, R25-11.TASKS.7; SEP-2663"),
+        _r("TASKS.state-machine", "MUST", T,
+           "Statuses move only as allowed and terminal states never change", "R25-11.TASKS.6"),
+        _r("TASKS.ids", "MUST", T, "Task ids are unique and unguessable",
+           "R25-11.TASKS.6, R25-11.TASKS.15"),
+        _r("TASKS.unknown-id", "MUST", T, "A task id never issued is answered with -32602",
+           "R25-11.TASKS.14; SEP-2663"),
+        _r("TASKS.cancel-terminal", "MUST", T,
+           "tasks/cancel of a terminal task: -32602 (2026-07-28: an empty ack); it stays "
+           "terminal", "R25-11.TASKS.11; SEP-2663"),
+        _r("TASKS.plain-call", "MUST", T,
+           "A required tool called plainly gets -32601 (2026-07-28: -32021 naming the "
+           "extension); a plain call never gets a task", "R25-11.TASKS.3; SEP-2663"),
+        _r("TASKS.result", "MUST", T,
+           "A finished task gives exactly what the plain call would (tasks/result with the "
+           "related-task _meta; 2026-07-28 inlined in tasks/get)",
+           "R25-11.TASKS.8; SEP-2663"),
+        _r("TASKS.list", "MUST", T,
+           "tasks/list pages to the end, lists the caller's tasks, and refuses a bad cursor "
+           "with -32602", "R25-11.TASKS.12, R25-11.TASKS.14"),
         # ---- wire validity
         _r("WIRE.schema", "MUST", W,
            "Every message received validates against the negotiated revision's schema",

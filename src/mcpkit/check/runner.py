@@ -20,6 +20,7 @@ from .sec import announced, inputs, security
 from .stateful import probe_stateful
 from .stateless import probe_stateless
 from .target import Target
+from .taskprobe import task_support
 from .toolschema import judge_input_schemas
 from .wire_sse import discover
 from .wirejudge import judge_envelope, judge_schema, messages_checked
@@ -120,12 +121,14 @@ async def run_check(target: Target, era: EraChoice = "both",
     async with target.session():
         auth = await probe_auth(target)
         stateful_served = False
+        hint: dict[str, str] | None = None
         if era in ("stateful", "both"):
             facts = await probe_stateful(target, call_tools)
             stateful_served = facts.served
+            hint = task_support(facts.tools) if facts.served else None
             eras.append(facts)
         if era in ("stateless", "both"):
-            eras.append(await probe_stateless(target, call_tools, stateful_served))
+            eras.append(await probe_stateless(target, call_tools, stateful_served, hint))
         if era != "stateless" and not any(f.served for f in eras):
             await _legacy_sse(target, eras, call_tools, auth)
     for facts in eras:

@@ -103,13 +103,18 @@ def _errors(revision: str, definition: str, instance: Any) -> list[str]:
 
 
 def result_definition(revision: str, method: str | None, result: Any) -> str:
-    """The definition a result answering ``method`` must satisfy."""
-    if (
-        revision >= "2026-07-28"
-        and isinstance(result, dict)
-        and result.get("resultType") == "input_required"
-    ):
-        return "InputRequiredResult"
+    """The definition a result answering ``method`` must satisfy. A task created for a
+    ``tools/call`` is a ``CreateTaskResult`` (2025-11-25); the 2026-07-28 extension's
+    shapes (``resultType: "task"``) are not in the core schema, so only ``Result`` binds
+    them here (``TASKS.fields`` judges the rest)."""
+    if revision >= "2026-07-28" and isinstance(result, dict):
+        if result.get("resultType") == "input_required":
+            return "InputRequiredResult"
+        if result.get("resultType") == "task":
+            return "Result"
+    if (method == "tools/call" and isinstance(result, dict) and isinstance(result.get("task"), dict)
+            and has_definition(revision, "CreateTaskResult")):
+        return "CreateTaskResult"
     if method is None:
         return "Result"
     return _index(revision)[1].get(method, "Result")

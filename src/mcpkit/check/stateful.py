@@ -33,6 +33,7 @@ from .features import (
 from .rules import finding
 from .schemas import REVISIONS
 from .target import Target
+from .taskprobe import probe_tasks
 from .wire import CHECKER_INFO, Channel, Reply, WireLog
 from .wire_http import HttpChannel
 from .wire_sse import SseChannel
@@ -117,6 +118,7 @@ async def _main(target: Target, chan: Channel, facts: Facts, call_tools: str) ->
     await probe_undeclared_lists(facts)
     await probe_invalid_cursor(sp, facts)
     await probe_tools(sp, facts, call_tools)
+    await probe_tasks(sp, facts, call_tools)
     await probe_resources(sp, facts)
     await probe_prompts(sp, facts)
     await probe_completion(sp, facts)

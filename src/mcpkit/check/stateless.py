@@ -31,6 +31,7 @@ from .model import Verdict
 from .rules import finding
 from .stateful import FOREIGN_ORIGIN, UNKNOWN_VERSION
 from .target import Target
+from .taskprobe import declared_tasks, probe_tasks
 from .wire import CHECKER_INFO, Reply, WireLog
 from .wire_http import HttpChannel
 
@@ -40,7 +41,10 @@ unsupported protocol version. Refusing ``server/discover`` with one shows the se
 2026-07-28."""
 
 
-async def probe_stateless(target: Target, call_tools: str, stateful_served: bool) -> Facts:
+async def probe_stateless(target: Target, call_tools: str, stateful_served: bool,
+                          task_hint: dict[str, str] | None = None) -> Facts:
+    """Probe the stateless era; ``task_hint``: which tools the handshake era listed with
+    ``execution.taskSupport`` optional or required (this era's listing has no ``execution``)."""
     log = WireLog()
     facts = Facts("stateless", target.transport, log)
     async with target.channel(log, "stateless") as chan:
@@ -52,6 +56,7 @@ async def probe_stateless(target: Target, call_tools: str, stateful_served: bool
         await probe_undeclared_lists(facts)
         await probe_invalid_cursor(sp, facts)
         await probe_tools(sp, facts, call_tools)
+        await probe_tasks(sp, facts, call_tools, task_hint)
         await probe_resources(sp, facts)
         await probe_prompts(sp, facts)
         await probe_completion(sp, facts)
@@ -246,8 +251,11 @@ def _result_rules(facts: Facts) -> None:
             facts.findings.append(finding(rule, "n/a", "No result was received.", "", era))
         return
     no_type = [r for r in results if "resultType" not in r.msg["result"]]
+    # "task" is the tasks extension's, when the server declares it (a task given to a
+    # request that did not declare it is TASKS.plain-call's)
+    known = ("complete", "input_required", *(("task",) if declared_tasks(facts) else ()))
     bad_type = [r for r in results
-                if r.msg["result"].get("resultType") not in (None, "complete", "input_required")]
+                if r.msg["result"].get("resultType") not in (None, *known)]
     if no_type or bad_type:
         for rec in (*no_type, *bad_type):
             rec.blamed = True
@@ -256,7 +264,8 @@ def _result_rules(facts: Facts) -> None:
             "STATELESS.result-type", "fail",
             f"{len(no_type)} result(s) without resultType and {len(bad_type)} with an unknown one "
             f"(first: answer to {r.answered}); every 2026-07-28 result carries resultType "
-            "\"complete\" or \"input_required\".", r.raw, era))
+            "\"complete\" or \"input_required\" (\"task\" with the tasks extension).", r.raw,
+            era))
     else:
         facts.findings.append(finding(
             "STATELESS.result-type", "pass", f"All {len(results)} results carry resultType.",

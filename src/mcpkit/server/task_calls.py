@@ -20,11 +20,12 @@ or raises ends the task: a result (tool errors included), or a JSON-RPC error.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
+
+import anyio
 
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import InternalError, MethodNotFound, MissingClientCapability, ProtocolError
@@ -40,7 +41,7 @@ from ..protocol.tasks import (
 )
 from ..session import HandlerResult, Session
 from .context import Context
-from .task_runs import TaskManager, TaskRun
+from .task_runs import TaskManager, TaskRun, detach
 from .tools import Tool, error_result
 
 if TYPE_CHECKING:
@@ -114,11 +115,6 @@ class TaskCalls:
     def _as_task(self, session: Session, event: RequestReceived, tool: Tool,
                  arguments: JSONObject, ctx: Context, form: WireForm,
                  ttl: int | None) -> HandlerResult:
-        try:
-            asyncio.get_running_loop()
-        except RuntimeError:  # trio: a task's handler outlives its request on asyncio only
-            raise InternalError("Internal error: this server runs tasks only on the asyncio "
-                                "event loop; call the tool without a task.") from None
         owner = owner_of(session, event.meta is not None)
         if self.manager.full(owner):
             return error_result(
@@ -155,8 +151,7 @@ class TaskCalls:
         """Run the handler apart from the request at once; the request is answered by
         whatever comes first: ``ctx.start_task()`` (the task), or the handler's own end
         (its result, error, or MRTR input request) if it never starts one."""
-        loop = asyncio.get_running_loop()
-        answer: asyncio.Future[JSONObject] = loop.create_future()
+        answer = _Answer()
 
         async def start(ctx: Context) -> None:
             run = await self.manager.create(owner, form, "tools/call", None,
@@ -167,16 +162,17 @@ class TaskCalls:
                 answer.set_result(create_result(self.manager.view(run.record, form), form))
 
         ctx._starter = start
-        handle = loop.create_task(self._run(ctx, tool.call(arguments, ctx), answer))
+        handle = detach(self._run(ctx, tool.call(arguments, ctx), answer))
         try:
-            return await asyncio.shield(answer)
-        except asyncio.CancelledError:
+            await answer.event.wait()
+        except anyio.get_cancelled_exc_class():
             if ctx.task is None:
                 handle.cancel()  # the request went away before any task existed
             raise
+        return answer.get()
 
     async def _run(self, ctx: Context, work: JSONObject | Coroutine[Any, Any, JSONObject],
-                   answer: asyncio.Future[JSONObject] | None = None) -> None:
+                   answer: _Answer | None = None) -> None:
         """The handler, and how it ends: the status of its task (``ctx.task``), or, while
         no task was started (``task_start="explicit"``), the request's ``answer``."""
         try:
@@ -203,18 +199,52 @@ class TaskCalls:
                 await manager.complete(run, result)
             elif isinstance(exc, ProtocolError):
                 await manager.fail(run, exc)
-            elif isinstance(exc, asyncio.CancelledError):
-                # tasks/cancel (already cancelled), expiry, or the server shutting down
-                await manager.move(run, "failed", message="The server stopped this task "
-                                   "before it finished.", error=InternalError(
-                                       "Internal error: the task was stopped before it "
-                                       "finished; start the request again.").to_error())
+            elif isinstance(exc, anyio.get_cancelled_exc_class()):
+                # tasks/cancel (already cancelled), expiry, or the server shutting down;
+                # shielded: on trio the cancelled scope would stop the store write too
+                with anyio.CancelScope(shield=True):
+                    await manager.move(run, "failed", message="The server stopped this task "
+                                       "before it finished.", error=InternalError(
+                                           "Internal error: the task was stopped before it "
+                                           "finished; start the request again.").to_error())
             else:
                 log.error("task %s failed", run.task_id, exc_info=exc)
                 await manager.fail(run, InternalError(
                     "Internal error while running the task; the server logged the details."))
         finally:
             manager.forget_finished(run)
+
+
+class _Answer:
+    """The answer to a ``task_start="explicit"`` call: the task once started, or the
+    handler's own end (its result or error) if it never starts one."""
+
+    __slots__ = ("error", "event", "value")
+
+    def __init__(self) -> None:
+        self.event = anyio.Event()
+        self.value: JSONObject | None = None
+        self.error: BaseException | None = None
+
+    def done(self) -> bool:
+        return self.event.is_set()
+
+    def set_result(self, value: JSONObject) -> None:
+        self.value = value
+        self.event.set()
+
+    def set_exception(self, exc: BaseException) -> None:
+        # a handler stopped (not failed) before it started a task: the request is
+        # answered with an error, never with the stopping signal itself
+        self.error = exc if isinstance(exc, Exception) else InternalError(
+            "Internal error: the call was stopped before it finished; start it again.")
+        self.event.set()
+
+    def get(self) -> JSONObject:
+        if self.error is not None:
+            raise self.error
+        assert self.value is not None
+        return self.value
 
 
 def _notified(session: Session, form: WireForm) -> Session | None:

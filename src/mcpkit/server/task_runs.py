@@ -13,15 +13,21 @@ the request then rides the stream of the client's ``tasks/result`` (R25-11.TASKS
 2026-07-28 it waits in ``inputRequests`` for ``tasks/update``; ``progress`` and ``log``
 keep the original progress token and carry the related-task ``_meta`` (2025-11-25; the
 extension has neither for tasks).
+
+A task's handler runs apart from the request that started it, on any anyio backend
+(:func:`detach`): an asyncio task on asyncio (no task group owns it, so it outlives the
+request and the connection), a system task in its own cancel scope on trio.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
+import sys
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal
+from typing import Any, Literal, TypeAlias
 
 import anyio
 
@@ -38,12 +44,68 @@ from ..protocol.tasks import (
     with_related,
 )
 from ..session import Session
+from ..session.loop import running_asyncio_loop
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
 
 log = logging.getLogger("mcpkit.server.tasks")
 RESTARTED = ("The server restarted while this task was running, so it did not finish; "
              "start the request again.")
+
+
+class Detached:
+    """A coroutine running apart from any request on a backend other than asyncio (trio:
+    a system task), stopped through its own cancel scope; the part of ``asyncio.Task``
+    the task manager uses."""
+
+    __slots__ = ("_callbacks", "_done", "_scope")
+
+    def __init__(self) -> None:
+        self._scope = anyio.CancelScope()
+        self._done = False
+        self._callbacks: list[Callable[[Detached], object]] = []
+
+    def cancel(self) -> None:
+        self._scope.cancel()
+
+    def done(self) -> bool:
+        return self._done
+
+    def add_done_callback(self, fn: Callable[[Detached], object]) -> None:
+        self._callbacks.append(fn)
+
+    async def run(self, work: Coroutine[Any, Any, None]) -> None:
+        try:
+            with self._scope:
+                await work
+        finally:
+            self._done = True
+            for fn in self._callbacks:
+                fn(self)
+
+
+Handle: TypeAlias = "asyncio.Task[None] | Detached"
+"""A task's running handler."""
+
+
+def detach(work: Coroutine[Any, Any, None]) -> Handle:
+    """Run ``work`` apart from the current request, in a copy of the current context.
+
+    asyncio: a plain asyncio task, exactly as before (nothing else on this path). trio,
+    the other backend anyio runs on, has no detached tasks but a system nursery: ``work``
+    runs there in a :class:`Detached` scope; it must handle its own errors (the task
+    handlers do: they end their task with them) and is cancelled when the run ends. trio
+    is found among the loaded modules (it is running), never imported here."""
+    loop = running_asyncio_loop()
+    if loop is not None:
+        return loop.create_task(work)  # type: ignore[no-any-return]
+    trio = sys.modules.get("trio")
+    if trio is None:
+        work.close()
+        raise RuntimeError("tasks run on asyncio or trio; no event loop of either is running")
+    handle = Detached()
+    trio.lowlevel.spawn_system_task(handle.run, work, context=contextvars.copy_context())
+    return handle
 
 
 class _Input:
@@ -68,7 +130,7 @@ class TaskRun:
         self.form = form
         self.session = session  # 2025-11-25: where status, progress and logs go
         self.progress_token = progress_token
-        self.handle: asyncio.Task[None] | None = None
+        self.handle: Handle | None = None
         self.done = anyio.Event()
         self.inputs: dict[str, _Input] = {}  # 2026-07-28: outstanding input requests
         self.used_keys: set[str] = set()
@@ -212,7 +274,7 @@ class TaskManager:
         self.page_size = page_size
         self.runs: dict[str, TaskRun] = {}
         self._live: dict[str, int] = {}
-        self._handles: set[asyncio.Task[None]] = set()
+        self._handles: set[Handle] = set()
         self._ready = False
         self._next_sweep = 0.0
         #: Called with an extension task after each status change (``notifications/tasks``
@@ -275,10 +337,10 @@ class TaskManager:
 
     def start(self, run: TaskRun, work: Coroutine[Any, Any, None]) -> None:
         """Run ``work`` (the task's handler) on the event loop, apart from any request."""
-        self.adopt(run, asyncio.get_running_loop().create_task(work))
+        self.adopt(run, detach(work))
 
-    def adopt(self, run: TaskRun, handle: asyncio.Task[None]) -> None:
-        """``handle`` is the asyncio task running ``run``'s handler (cancelled with it)."""
+    def adopt(self, run: TaskRun, handle: Handle) -> None:
+        """``handle`` runs ``run``'s handler (cancelled with it)."""
         run.handle = handle
         self._handles.add(handle)
         handle.add_done_callback(self._handles.discard)
