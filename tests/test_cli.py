@@ -209,6 +209,15 @@ def test_no_target_exits_2(args: tuple[str, ...]) -> None:
     assert "--stdio" in line
 
 
+def test_command_that_never_answers_says_what_to_check() -> None:
+    res = mcpkit("list", "tools", "--timeout", "1", "--stdio", "sleep 5")
+    assert res.returncode == 1
+    assert error_lines(res) == [
+        "mcpkit: error: the server did not answer initialize within 1.0s; is it an MCP "
+        "server (run it alone, or add -v, to see what it does)? A slow start needs a "
+        "longer --timeout"]
+
+
 def test_server_crashing_at_start_shows_its_stderr() -> None:
     res = mcpkit("call", "--stdio", shlex.join([PY, RAW, "crash"]), "fast")
     assert res.returncode == 2  # a server that cannot start is not a server's answer
@@ -264,6 +273,8 @@ def test_http_error_status_is_not_unreachable() -> None:
         httpd.server_close()
     assert res.returncode == 1, res.stderr
     assert "nothing is listening" not in res.stderr
+    assert error_lines(res)[-1].endswith("; check the URL's path: it must be the server's MCP "
+                                         "endpoint (mcpkit run --http serves /mcp)")
 
 
 # ---------------------------------------------------------------------- read, prompt

@@ -81,6 +81,13 @@ class Terminal:
         self.expect(prompt)
         self.type(text + "\n")
 
+    def dialog(self, *steps: tuple[str, str | None]) -> None:
+        """For each (text, reply) in turn: wait for text, then type reply (None: none)."""
+        for text, reply in steps:
+            self.expect(text)
+            if reply is not None:
+                self.type(reply + "\n")
+
     def finish(self) -> tuple[int, str]:
         """Exit status and stdout, the terminal drained to the end."""
         while self.proc.poll() is None and time.monotonic() < self.deadline:
@@ -171,14 +178,14 @@ def test_decline_and_cancel_on_a_terminal() -> None:
 
 def test_form_with_defaults_and_choices_on_a_terminal() -> None:
     term = Terminal("call", "--stdio", EVERYTHING, "test_elicitation_sep1034_defaults")
-    term.answer("Fill in the form?", "")
-    term.answer("name (string, optional) [John Doe]: ", "")
-    term.answer("age (integer, optional) [30]: ", "forty")
-    term.answer("answer a whole number", "41")
-    term.answer("score (number, optional) [95.5]: ", "")
-    term.expect("2) inactive")
-    term.answer("status (a number or value, optional) [active]: ", "2")
-    term.answer("verified (y/n, optional) [y]: ", "n")
+    term.dialog(("Fill in the form?", ""),
+                ("name (string, optional) [John Doe]: ", ""),
+                ("age (integer, optional) [30]: ", "forty"),
+                ("answer a whole number", "41"),
+                ("score (number, optional) [95.5]: ", ""),
+                ("2) inactive", None),
+                ("status (a number or value, optional) [active]: ", "2"),
+                ("verified (y/n, optional) [y]: ", "n"))
     code, out = term.finish()
     assert code == 0, term.screen
     assert out == ("Elicitation completed: action=accept, content={'name': 'John Doe', "
@@ -187,24 +194,24 @@ def test_form_with_defaults_and_choices_on_a_terminal() -> None:
 
 def test_formats_bounds_and_multiple_choice_on_a_terminal() -> None:
     term = Terminal("call", "--stdio", QUESTIONS, "profile")
-    term.answer("Fill in the form?", "y")
-    term.answer("email (email, required): ", "ada")
-    term.answer("an email address", "ada@example.com")
-    term.answer("born (date, required): ", "")
-    term.answer("a value is required", "1815-13-10")
-    term.answer("a date like 2026-07-28", "1815-12-10")
-    term.answer("meeting (date-time, optional): ", "2026-07-28T09:30:00")  # no offset
-    term.answer("with its offset", "2026-07-28T09:30:00Z")
-    term.answer("site (uri, optional): ", "")
-    term.answer("nick (string, required): ", "a")
-    term.answer("at least 2 characters", "ada")
-    term.answer("height (number, required): ", "nan")
-    term.answer("answer a finite number", "3")
-    term.answer("answer 2.5 or less", "1.65")
-    term.answer("pets (integer, optional) [0]: ", "")
-    term.expect("3) Go")
-    term.answer("langs (numbers or values, comma-separated, required): ", "1,2,3")
-    term.answer("choose at most 2", "1, Rust")
+    term.dialog(("Fill in the form?", "y"),
+                ("email (email, required): ", "ada"),
+                ("an email address", "ada@example.com"),
+                ("born (date, required): ", ""),
+                ("a value is required", "1815-13-10"),
+                ("a date like 2026-07-28", "1815-12-10"),
+                ("meeting (date-time, optional): ", "2026-07-28T09:30:00"),  # no offset
+                ("with its offset", "2026-07-28T09:30:00Z"),
+                ("site (uri, optional): ", ""),
+                ("nick (string, required): ", "a"),
+                ("at least 2 characters", "ada"),
+                ("height (number, required): ", "nan"),
+                ("answer a finite number", "3"),
+                ("answer 2.5 or less", "1.65"),
+                ("pets (integer, optional) [0]: ", ""),
+                ("3) Go", None),
+                ("langs (numbers or values, comma-separated, required): ", "1,2,3"),
+                ("choose at most 2", "1, Rust"))
     code, out = term.finish()
     assert code == 0, term.screen
     assert json.loads(out) == {"action": "accept", "content": {

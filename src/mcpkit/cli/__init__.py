@@ -3,29 +3,26 @@
     mcpkit run FILE[:OBJECT]                       serve a Server object over stdio
     mcpkit run --http [--host H] [--port N] [--path P] FILE[:OBJECT]
                                                    ... or over Streamable HTTP
+    mcpkit dev FILE[:OBJECT]                       serve on loopback, reload on change
+    mcpkit install HOST FILE[:OBJECT]              register it with an MCP host
     mcpkit list tools|resources|templates|prompts TARGET
-    mcpkit call TARGET TOOL [--args JSON | key=value ...] [--task [--ttl MS]]
+    mcpkit call TARGET TOOL [key=value | key:=JSON ...] [--args JSON] [--task [--ttl MS]]
     mcpkit tasks list|get|cancel|result TARGET [TASK_ID]
     mcpkit read TARGET URI
-    mcpkit prompt TARGET NAME [--args JSON | key=value ...]
-    mcpkit check TARGET [--era stateful|stateless|both] [--format text|json|markdown|html|csv
-                        |sarif|junit] [--baseline FILE] [--pin FILE]
-                        [--config FILE|auto] [--jobs N]
-                        [--out FILE] [--call-tools none|readonly|all]
-                        [--fail-on must|should|lint|never]
-                        [--token TOKEN] [--wrong-audience-token TOKEN]
+    mcpkit prompt TARGET NAME [key=value ...] [--args JSON]
+    mcpkit check TARGET [--era stateful|stateless|both] [--format ...] [--fail-on ...] ...
     mcpkit login URL [--scope S ...] [--client-id ID [--client-secret S]] [--port N]
-                     [--no-browser]                log in (OAuth) and keep the tokens
-    mcpkit logout URL                              forget them
+    mcpkit logout URL
+    mcpkit completion bash|zsh|fish                a shell completion script
+    mcpkit --version
 
-TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
-(tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
-success, 1 when the server answered with an error or a tool result has ``isError``, 2 for
-usage errors (bad target, bad JSON, unknown tool) and for a server that cannot be reached
-or started (nothing listening at the URL, a command that exits before answering).
-``check`` exits 1 when a finding at the ``--fail-on`` level failed, so it drops into CI.
-A URL target uses the login ``mcpkit login`` stored for it (``login``), unless a token is
-given (``--token``, ``$MCPKIT_TOKEN`` or an ``Authorization`` header).
+TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL (with ``--header``, ``--token``).
+The client commands live in :mod:`mcpkit.cli.calls` (arguments, output, ``--json``
+shapes, exit status, errors that say what to do next) and answer the server's questions
+through :mod:`mcpkit.cli.elicit`. ``check`` exits 1 when a finding at the ``--fail-on``
+level failed, so it drops into CI. The parser is the documentation: each command's
+``--help`` (with the argument syntax and examples) is rendered into docs/cli.md by a docs
+hook.
 """
 
 from __future__ import annotations

@@ -278,16 +278,24 @@ class Clock:
         self.scope.deadline += waited
 
 
-def explain_refusal(exc: BaseException, sent_token: bool, url: str = "URL",
-                  stored: bool = False) -> str | None:
-    """What to tell the user when the server refused us with HTTP 401 or 403 (found in
-    ``exc`` or what caused it), else None. ``stored``: the token was a stored login's."""
+def explain_http(exc: BaseException, sent_token: bool, url: str = "URL",
+                 stored: bool = False) -> str | None:
+    """What to tell the user when the server answered with an HTTP error status (found in
+    ``exc`` or what caused it) and what to do about it, else None. ``stored``: the token
+    was a stored login's."""
     from ..protocol.errors import TransportError
 
     seen: BaseException | None = exc
     while seen is not None and not isinstance(seen, TransportError):
         seen = seen.__cause__
-    if seen is None or seen.status not in (401, 403):
+    if seen is None or seen.status is None:
+        return None
+    if seen.status in (404, 405):
+        return (f"{exc}; check the URL's path: it must be the server's MCP endpoint "
+                "(mcpkit run --http serves /mcp)")
+    if seen.status >= 500:
+        return f"{exc}; the server failed: its log says why"
+    if seen.status not in (401, 403):
         return None
     if seen.status == 401 and stored:
         return ("the server refused the stored login's access token (HTTP 401): log in "
@@ -364,9 +372,12 @@ async def run(args: argparse.Namespace) -> int:
         sys.stderr.write(f"mcpkit: error: {exc}; give it longer with --timeout SECONDS\n")
         return EXIT_ERROR
     except (MCPError, OSError) as exc:
-        refusal = explain_refusal(exc, sent_token or auth is not None, str(where),
-                                  auth is not None)
-        sys.stderr.write(f"mcpkit: error: {refusal or exc}\n")
+        said = explain_http(exc, sent_token or auth is not None, str(where),
+                            auth is not None) or str(exc)
+        if str(exc).startswith("the server did not answer initialize"):  # HandshakeError
+            said += ("; is it an MCP server (run it alone, or add -v, to see what it does)? "
+                     "A slow start needs a longer --timeout")
+        sys.stderr.write(f"mcpkit: error: {said}\n")
         show_stderr_tail(stderr)
         return EXIT_ERROR
     finally:
@@ -461,8 +472,7 @@ async def _read(client: Any, args: argparse.Namespace, rest: list[str], style: S
     data = dumped(res)
     if args.json:
         print_json(data)
-        return EXIT_OK
-    for item in data["contents"]:
+    for item in [] if args.json else data["contents"]:
         if "text" in item:
             print(item["text"])
         else:
@@ -489,8 +499,7 @@ async def _prompt(client: Any, args: argparse.Namespace, rest: list[str], style:
     data = dumped(res)
     if args.json:
         print_json(data)
-        return EXIT_OK
-    for msg in data["messages"]:
+    for msg in [] if args.json else data["messages"]:
         print(style(f"{msg['role']}:", "1;35"))
         print_content([msg["content"]], style)
     return EXIT_OK
