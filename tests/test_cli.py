@@ -86,6 +86,13 @@ def test_call_json() -> None:
     assert data["isError"] is False
 
 
+def test_call_json_is_the_same_document_in_both_eras() -> None:
+    docs = [json.loads(ok("call", "--json", "--era", era, "--stdio", EVERYTHING, "add",
+                          "a=1", "b=2")) for era in ("stateful", "stateless")]
+    assert docs[0] == docs[1] == {"content": [{"type": "text", "text": "3"}],
+                                  "structuredContent": {"result": 3}, "isError": False}
+
+
 def test_call_string_argument_stays_a_string() -> None:
     # "123" parses as JSON, but echo's schema says string: it must be passed as "123"
     assert ok("call", "--stdio", EVERYTHING, "echo", "text=123") == "123\n"

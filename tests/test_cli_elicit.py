@@ -67,12 +67,21 @@ class Terminal:
 
     def expect(self, text: str) -> None:
         """Wait (bounded) until the terminal shows ``text`` after what was expected before."""
-        while text not in self.screen[self._pos:]:
+        self.expect_any(text)
+
+    def expect_any(self, *texts: str) -> str:
+        """Wait (bounded) for whichever of ``texts`` the terminal shows first; that one."""
+        while True:
+            found = [(self.screen.find(t, self._pos), t) for t in texts]
+            shown = sorted((i, t) for i, t in found if i >= 0)
+            if shown:
+                index, text = shown[0]
+                self._pos = index + len(text)
+                return text
             left = self.deadline - time.monotonic()
             if left <= 0 or not self._read(min(left, 1.0)):
                 self.close()
-                raise AssertionError(f"the terminal never showed {text!r}:\n{self.screen}")
-        self._pos = self.screen.index(text, self._pos) + len(text)
+                raise AssertionError(f"the terminal showed none of {texts}:\n{self.screen}")
 
     def type(self, text: str) -> None:
         os.write(self.master, text.encode())
@@ -163,6 +172,32 @@ def test_confirm_delete_answered_on_a_terminal(era: str, tmp_path: Path) -> None
         r for m in sent for r in (m.get("params", {}).get("inputResponses") or {}).values()]
     assert [a.get("result", a) for a in answers] == [{"action": "accept",
                                                      "content": {"confirm": True}}]
+
+
+def test_time_spent_answering_does_not_count_against_timeout() -> None:
+    """--timeout 2, and the person takes 3 s to answer (2025 era: the tools/call request
+    is pending meanwhile): the call still completes."""
+    term = Terminal("call", "--timeout", "2", "--stdio", EVERYTHING, "confirm_delete",
+                    "filename=x.txt")
+    term.expect("Fill in the form?")
+    time.sleep(3)
+    term.type("y\n")
+    term.answer("confirm (y/n, required): ", "y")
+    assert term.finish() == (0, "Deleted x.txt\n"), term.screen
+
+
+@pytest.mark.parametrize("era", ["stateful", "stateless"])
+def test_questions_asked_together_are_asked_in_turn(era: str) -> None:
+    """multi_input asks two things at once (two requests in flight in 2025; two input
+    requests in 2026-07-28): one form after the other, never both reading the keyboard."""
+    term = Terminal("call", "--stdio", EVERYTHING, "--era", era, "multi_input")
+    replies = {"name (string, required): ": "Ada", "confirm (y/n, required): ": "y"}
+    for _ in range(2):
+        term.answer("Fill in the form?", "y")
+        field = term.expect_any(*replies)
+        term.type(replies.pop(field) + "\n")
+    code, out = term.finish()
+    assert (code, out) == (0, "Ada confirmed\n"), term.screen
 
 
 def test_decline_and_cancel_on_a_terminal() -> None:

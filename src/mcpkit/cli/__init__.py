@@ -30,6 +30,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+import textwrap
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
@@ -93,11 +94,12 @@ questions from the server (elicitation, in any era, tasks too):
 
 
 def _output(command: str) -> str:
+    shape = textwrap.fill(f"--json prints one JSON document: {calls.JSON_SHAPES[command]}.",
+                          86, initial_indent="  ", subsequent_indent="    ")
     return ("output:\n  stdout carries only the result; progress, questions and errors go "
-            "to stderr.\n  --json prints one JSON document: "
-            f"{calls.JSON_SHAPES[command]}.\n  exit status: 0 done; 1 the server answered "
-            "with an error (or isError);\n  2 a usage error, or the server cannot be "
-            "reached or started.\n")
+            f"to stderr.\n{shape}\n  exit status: 0 done; 1 the server answered with an "
+            "error (or isError);\n  2 a usage error, or the server cannot be reached or "
+            "started.\n")
 
 
 EXAMPLES = {
@@ -153,18 +155,21 @@ class _Version(argparse.Action):
 def _client_parser(sub: Any, name: str, helptext: str, usage: str) -> argparse.ArgumentParser:
     """A client command's parser: the target, connection and output options, and a
     help epilog with the argument syntax, how questions are answered and examples."""
-    epilog = (ARGUMENTS if name in ("call", "prompt") else "") + QUESTIONS + _output(name)
+    sections = [ARGUMENTS] if name in ("call", "prompt") else []
+    sections += [QUESTIONS, _output(name), "examples:\n" + EXAMPLES[name]]
     sp: argparse.ArgumentParser = sub.add_parser(
         name, help=helptext, usage=f"mcpkit {name} {usage}",
-        description=f"{helptext[:1].upper()}{helptext[1:]} of the server: a command "
-        "started for the duration (--stdio COMMAND) or Streamable HTTP at URL.",
-        epilog=epilog + "\nexamples:\n" + EXAMPLES[name],
+        description=textwrap.fill(
+            f"{helptext[:1].upper()}{helptext[1:]}. The server is a command started for "
+            "the duration (--stdio COMMAND) or Streamable HTTP at URL.", 88),
+        epilog="\n".join(sections),
         formatter_class=argparse.RawDescriptionHelpFormatter)
     sp.add_argument("--stdio", metavar="COMMAND",
                     help="launch the server with COMMAND (else give its http(s):// URL)")
     sp.add_argument("--json", action="store_true", help="print the result as one JSON "
                     "document (see output)")
-    sp.add_argument("--timeout", type=float, default=30.0, help="seconds per request "
+    sp.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
+                    help="seconds per request, default 30 "
                     "(time spent answering the server's questions is not counted)")
     sp.add_argument("--era", choices=["auto", "stateful", "stateless"],
                     help="the protocol era: stateful (2025-11-25 and before, the default), "

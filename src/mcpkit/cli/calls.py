@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import difflib
 import json
+import math
 import os
 import shlex
 import shutil
@@ -209,11 +210,22 @@ def print_json(data: Any) -> None:
 
 def dumped(model: Any) -> Any:
     """A result model as the protocol has it (camelCase, no absent fields); the
-    2026-07-28 ``resultType`` of a complete result is left out, so both eras print the
-    same shape."""
+    2026-07-28 envelope of a complete result (``resultType``, the server's info in
+    ``_meta``) is left out, so both eras print the same shape."""
+    from ..protocol.stateless import SERVER_INFO
+
     data = model.model_dump(by_alias=True, exclude_none=True)
-    if isinstance(data, dict) and data.get("resultType") == "complete":
+    if not isinstance(data, dict):
+        return data
+    if data.get("resultType") == "complete":
         del data["resultType"]
+    meta = data.get("_meta")
+    if isinstance(meta, dict) and SERVER_INFO in meta:
+        meta = {k: v for k, v in meta.items() if k != SERVER_INFO}
+        if meta:
+            data["_meta"] = meta
+        else:
+            del data["_meta"]
     return data
 
 
@@ -266,16 +278,30 @@ def unknown(kind: str, name: str, known: Sequence[str], listing: str) -> str:
 
 class Clock:
     """``--timeout`` for a request that may wait on a person: a cancel scope whose
-    deadline moves on by the time each question took (``pause``)."""
+    deadline stands still while a question is open (``waiting``)."""
 
     def __init__(self, seconds: float) -> None:
         import anyio
 
         self.seconds = seconds
         self.scope = anyio.CancelScope(deadline=anyio.current_time() + seconds)
+        self._open = 0
+        self._left = seconds
 
-    def pause(self, waited: float) -> None:
-        self.scope.deadline += waited
+    def waiting(self, on: bool) -> None:
+        """A question opens (True) or closes (False): stop the clock, or start it again
+        with the time that was left."""
+        import anyio
+
+        if on:
+            self._open += 1
+            if self._open == 1:
+                self._left = self.scope.deadline - anyio.current_time()
+                self.scope.deadline = math.inf
+        elif self._open:
+            self._open -= 1
+            if self._open == 0:
+                self.scope.deadline = anyio.current_time() + max(0.0, self._left)
 
 
 def explain_http(exc: BaseException, sent_token: bool, url: str = "URL",
@@ -445,7 +471,7 @@ async def _call(client: Any, args: argparse.Namespace, rest: list[str], style: S
         return print_result(result, args, style)
     live.name = name
     clock = Clock(args.timeout)
-    asker.pause = clock.pause
+    asker.waiting = clock.waiting
     with clock.scope:
         result = await client.call_tool(name, arguments, timeout=UNBOUNDED,
                                         on_progress=live.progress)

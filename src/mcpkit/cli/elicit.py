@@ -31,7 +31,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 from collections.abc import Callable
 from datetime import date, datetime
 from typing import Any, TextIO
@@ -228,33 +227,39 @@ def _typed(value: Any, prop: dict[str, Any]) -> Any:
 
 
 class Asker:
-    """The CLI's elicitation handler (see the module docstring). ``pause`` learns how
-    many seconds each question waited on the person, so that ``--timeout`` counts the
-    server's time only; ``before`` runs before anything is shown (it ends a progress
-    line drawn in place)."""
+    """The CLI's elicitation handler (see the module docstring). ``waiting`` is told when
+    a question opens (True) and closes (False), so that ``--timeout`` counts the server's
+    time only; ``before`` runs before anything is shown (it ends a progress line drawn in
+    place). Questions that arrive together are asked one after the other."""
 
     def __init__(self, preset: str | dict[str, Any], stdin: TextIO, out: TextIO,
-                 pause: Callable[[float], None] | None = None,
                  before: Callable[[], None] | None = None) -> None:
         self.preset = preset
         self.stdin, self.out = stdin, out
         self.interactive = preset == "ask" and stdin.isatty()
-        self.pause = pause
+        self.waiting: Callable[[bool], None] | None = None
         self.before = before
+        self._turn: Any = None  # an anyio.Lock, made in the event loop on first use
 
     async def __call__(self, params: dict[str, Any]) -> dict[str, Any]:
         import anyio
 
-        if self.before is not None:
-            self.before()
         if not self.interactive:
+            if self.before is not None:
+                self.before()
             return self._preset(params)
-        started = time.monotonic()
+        if self.waiting is not None:
+            self.waiting(True)
         try:
-            return await anyio.to_thread.run_sync(self._ask, params, abandon_on_cancel=True)
+            self._turn = self._turn or anyio.Lock()
+            async with self._turn:
+                if self.before is not None:
+                    self.before()
+                return await anyio.to_thread.run_sync(self._ask, params,
+                                                      abandon_on_cancel=True)
         finally:
-            if self.pause is not None:
-                self.pause(time.monotonic() - started)
+            if self.waiting is not None:
+                self.waiting(False)
 
     def _say(self, text: str) -> None:
         self.out.write(text)
