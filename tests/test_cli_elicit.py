@@ -13,6 +13,7 @@ validated against the official schema of the revision spoken.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import select
@@ -23,9 +24,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
-from mcpkit.cli.elicit import Invalid, convert, fill, parse_preset
+from mcpkit.cli.elicit import Asker, Invalid, convert, fill, parse_preset
 
 from .support.http import LiveServer, everything_server
 from .support.schemas import WireChecker
@@ -419,3 +421,46 @@ def test_fill_takes_each_forms_own_keys_and_defaults() -> None:
         fill(schema, {"ok": True, "n": True})
     assert parse_preset("decline") == "decline"
     assert parse_preset('{"a": 1}') == {"a": 1}
+
+
+class _Keyboard(io.StringIO):
+    """Typed lines on a terminal: what ``Asker`` reads when stdin is a TTY."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def _ask(params: dict[str, Any], typed: str) -> tuple[dict[str, Any], str]:
+    out = io.StringIO()
+    asker = Asker("ask", _Keyboard(typed), out)
+    return anyio.run(asker, params), out.getvalue()
+
+
+def test_a_form_too_big_to_ask_is_cancelled() -> None:
+    props = {f"f{i}": {"type": "string"} for i in range(51)}
+    answer, shown = _ask({"mode": "form", "message": "Fill this",
+                          "requestedSchema": {"type": "object", "properties": props}}, "")
+    assert answer == {"action": "cancel"}
+    assert "the form has 51 fields; mcpkit asks at most 50" in shown
+
+
+def test_url_mode_shows_the_whole_url_escaped_and_can_be_declined() -> None:
+    url = "https://evil.example/\x1b[8mhidden"
+    answer, shown = _ask({"mode": "url", "message": "Pay", "url": url}, "n\n")
+    assert answer == {"action": "decline"}
+    assert "URL: https://evil.example/\\x1b[8mhidden" in shown and "\x1b" not in shown
+
+
+def test_a_question_during_a_prompt_in_the_stateless_era() -> None:
+    res = mcpkit("prompt", "--era", "stateless", "--stdio", EVERYTHING,
+                 "test_input_required_result_prompt", "--elicit", '{"context": "tea"}')
+    assert (res.returncode, res.stdout) == (0, "user:\nPrompt with context: tea\n")
+
+
+def test_a_question_from_a_task_in_the_2025_era() -> None:
+    """--task on stdio: a 2025-11-25 task; its question comes while the CLI waits on
+    tasks/result, and the preset answers it."""
+    res = mcpkit("call", "--task", "--stdio", EVERYTHING, "confirm_delete", "filename=t.txt",
+                 "--elicit", '{"confirm": true}')
+    assert (res.returncode, res.stdout) == (0, "Deleted t.txt\n"), res.stderr
+    assert "status input_required" in res.stderr
