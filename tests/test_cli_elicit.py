@@ -419,6 +419,13 @@ def test_fill_takes_each_forms_own_keys_and_defaults() -> None:
     assert fill(schema, {"ok": True, "other": 1}) == {"n": 3, "ok": True}
     with pytest.raises(Invalid, match="'n': true is not a integer"):
         fill(schema, {"ok": True, "n": True})
+    with pytest.raises(Invalid, match="'ok': a list answers only a multiple choice"):
+        fill(schema, {"ok": [True]})
+    multi = {"type": "object", "properties": {"tags": {
+        "type": "array", "maxItems": 2, "items": {"type": "string", "enum": ["a,b", "c"]}}}}
+    assert fill(multi, {"tags": ["a,b", "c"]}) == {"tags": ["a,b", "c"]}  # commas kept
+    with pytest.raises(Invalid, match="choose at most 2"):
+        fill(multi, {"tags": ["c", "a,b", "2"]})
     assert parse_preset("decline") == "decline"
     assert parse_preset('{"a": 1}') == {"a": 1}
 

@@ -105,13 +105,14 @@ def choices(prop: dict[str, Any]) -> list[tuple[str, str]] | None:
     return None
 
 
-def convert(raw: str, prop: dict[str, Any]) -> Any:
-    """The value of answer ``raw`` for field schema ``prop``; ``Invalid`` says why not."""
+def convert(raw: str | list[str], prop: dict[str, Any]) -> Any:
+    """The value of answer ``raw`` for field schema ``prop``; ``Invalid`` says why not.
+    A multiple choice takes the choices comma-separated, or as a list (a preset)."""
     kind = prop.get("type")
     options = choices(prop)
-    if options is not None:
-        picked = [_pick(part.strip(), options) for part in raw.split(",")] \
-            if kind == "array" else [_pick(raw.strip(), options)]
+    if options is not None and (kind == "array" or isinstance(raw, str)):
+        parts = raw if isinstance(raw, list) else raw.split(",") if kind == "array" else [raw]
+        picked = [_pick(str(part).strip(), options) for part in parts]
         if kind != "array":
             return picked[0]
         low, high = prop.get("minItems"), prop.get("maxItems")
@@ -120,6 +121,8 @@ def convert(raw: str, prop: dict[str, Any]) -> Any:
         if isinstance(high, int) and len(picked) > high:
             raise Invalid(f"choose at most {high}")
         return list(dict.fromkeys(picked))
+    if isinstance(raw, list):
+        raise Invalid("a list answers only a multiple choice")
     if kind == "boolean":
         word = raw.strip().lower()
         if word in ("y", "yes", "true", "1"):
@@ -200,11 +203,8 @@ def fill(schema: Any, given: dict[str, Any]) -> dict[str, Any]:
     for name, prop in props.items():
         if name in given:
             value = given[name]
-            raw = value if isinstance(value, str) else json.dumps(value)
-            if isinstance(value, list):
-                raw = ",".join(str(v) for v in value)
             try:
-                content[name] = convert(raw, prop) if isinstance(value, str | list) \
+                content[name] = convert(value, prop) if isinstance(value, str | list) \
                     else _typed(value, prop)
             except Invalid as exc:
                 raise Invalid(f"{name!r}: {exc}") from None
