@@ -86,10 +86,40 @@ def test_call_json() -> None:
     assert data["isError"] is False
 
 
+def test_call_json_is_the_same_document_in_both_eras() -> None:
+    docs = [json.loads(ok("call", "--json", "--era", era, "--stdio", EVERYTHING, "add",
+                          "a=1", "b=2")) for era in ("stateful", "stateless")]
+    assert docs[0] == docs[1] == {"content": [{"type": "text", "text": "3"}],
+                                  "structuredContent": {"result": 3}, "isError": False}
+
+
 def test_call_string_argument_stays_a_string() -> None:
     # "123" parses as JSON, but echo's schema says string: it must be passed as "123"
     assert ok("call", "--stdio", EVERYTHING, "echo", "text=123") == "123\n"
     assert ok("call", "--stdio", EVERYTHING, "echo", "text=a = b") == "a = b\n"
+
+
+def test_call_argument_syntax() -> None:
+    """key=value follows the schema (a string where it takes one); key:=JSON is JSON."""
+    assert ok("call", "--stdio", EVERYTHING, "slow_compute", "seconds:=0", "label=[1]") == (
+        "Computed [1] in 0s\n")
+    res = mcpkit("call", "--stdio", EVERYTHING, "slow_compute", "seconds:=soon")
+    assert res.returncode == 2
+    assert error_lines(res) == ["mcpkit: error: seconds:= takes JSON, and 'soon' is not "
+                                "(Expecting value); for a string write seconds=soon"]
+    res = mcpkit("call", "--stdio", EVERYTHING, "slow_compute", "seconds")
+    assert res.returncode == 2 and "expected key=value or key:=JSON" in res.stderr
+
+
+def test_parse_arguments_follows_the_schema() -> None:
+    from mcpkit.cli.calls import parse_arguments
+
+    schema = {"properties": {"t": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+                             "e": {"enum": ["1", "2"]}, "n": {"type": "integer"}}}
+    assert parse_arguments('{"n": 1, "t": "a"}', ["t=123", "e=2", "n=5", "x:=null", "y=z"],
+                           schema) == {"t": "123", "e": "2", "n": 5, "x": None, "y": "z"}
+    assert parse_arguments(None, ["a=[1,2]", "b:=[1, 2]", "c=3"], None, strings=True) == {
+        "a": "[1,2]", "b": "[1, 2]", "c": "3"}
 
 
 def test_call_tool_error_exits_1() -> None:
@@ -109,8 +139,11 @@ def test_call_unknown_tool_exits_2() -> None:
     res = mcpkit("call", "--stdio", EVERYTHING, "nope")
     assert res.returncode == 2
     (line,) = error_lines(res)
-    assert line.startswith("mcpkit: error: unknown tool 'nope'")
-    assert "echo" in line  # it lists what the server has
+    assert line.startswith("mcpkit: error: unknown tool 'nope': the server has ")
+    assert line.endswith(f"(list them: mcpkit list tools --stdio {shlex.quote(EVERYTHING)})")
+    close = error_lines(mcpkit("call", "--stdio", EVERYTHING, "ech"))
+    assert close == [f"mcpkit: error: unknown tool 'ech': did you mean 'echo'? (list them: "
+                     f"mcpkit list tools --stdio {shlex.quote(EVERYTHING)})"]
 
 
 @pytest.mark.parametrize("args, message", [
@@ -135,7 +168,8 @@ def test_call_timeout_exits_1() -> None:
                  "slow")
     assert res.returncode == 1
     (line,) = error_lines(res)
-    assert line == "mcpkit: error: no answer to 'tools/call' within 1.5 seconds"
+    assert line == ("mcpkit: error: no answer to 'tools/call' within 1.5 seconds; give it "
+                    "longer with --timeout SECONDS")
 
 
 def test_call_malformed_result_is_a_clean_error() -> None:
@@ -156,6 +190,19 @@ def test_command_that_cannot_start_exits_2() -> None:
     assert "cannot start" in line and "/nonexistent/mcp-server" in line
 
 
+@pytest.mark.parametrize("args, hint", [
+    (("list", "tools", "--stdio", "python s.py", "http://127.0.0.1:9/mcp"), "not both"),
+    (("call", "--stdio", "python 'server.py", "add"), "No closing quotation"),
+    (("call", "localhost:8000/mcp", "add"), "a URL starts with http:// or https://"),
+    (("call", "server.py", "add"), "--stdio \"python server.py\""),
+])
+def test_target_mistakes_say_what_to_write(args: tuple[str, ...], hint: str) -> None:
+    res = mcpkit(*args)
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert hint in line
+
+
 @pytest.mark.parametrize("args", [
     ("call", "add", "a=1"),
     ("list", "tools"),
@@ -167,6 +214,15 @@ def test_no_target_exits_2(args: tuple[str, ...]) -> None:
     assert res.returncode == 2
     (line,) = error_lines(res)
     assert "--stdio" in line
+
+
+def test_command_that_never_answers_says_what_to_check() -> None:
+    res = mcpkit("list", "tools", "--timeout", "1", "--stdio", "sleep 5")
+    assert res.returncode == 1
+    assert error_lines(res) == [
+        "mcpkit: error: the server did not answer initialize within 1.0s; is it an MCP "
+        "server (run it alone, or add -v, to see what it does)? A slow start needs a "
+        "longer --timeout"]
 
 
 def test_server_crashing_at_start_shows_its_stderr() -> None:
@@ -191,7 +247,8 @@ def test_nothing_listening_exits_2_and_says_so() -> None:
     assert res.returncode == 2
     (line,) = error_lines(res)
     assert line == (f"mcpkit: error: cannot reach http://127.0.0.1:{port}/mcp: nothing is "
-                    f"listening on 127.0.0.1:{port} (connection refused)")
+                    f"listening on 127.0.0.1:{port} (connection refused); is the server "
+                    "running, and are the host, port and path right?")
 
 
 def test_unknown_host_exits_2() -> None:
@@ -223,6 +280,8 @@ def test_http_error_status_is_not_unreachable() -> None:
         httpd.server_close()
     assert res.returncode == 1, res.stderr
     assert "nothing is listening" not in res.stderr
+    assert error_lines(res)[-1].endswith("; check the URL's path: it must be the server's MCP "
+                                         "endpoint (mcpkit run --http serves /mcp)")
 
 
 # ---------------------------------------------------------------------- read, prompt
@@ -247,6 +306,7 @@ def test_read_unknown_uri_exits_1() -> None:
     assert res.returncode == 1
     (line,) = error_lines(res)
     assert "-32002" in line and "test://nope" in line
+    assert "(list what there is: mcpkit list resources|templates --stdio" in line
 
 
 def test_prompt_with_arguments() -> None:
@@ -258,6 +318,21 @@ def test_prompt_with_arguments() -> None:
                                          '{"arg1": "x", "arg2": "y"}'))
     assert data["messages"][0]["content"]["text"] == (
         "Prompt with arguments: arg1='x', arg2='y'")
+
+
+def test_prompt_arguments_are_taken_verbatim() -> None:
+    out = ok("prompt", "--stdio", EVERYTHING, "test_prompt_with_arguments", "arg1=[1,2]",
+             "arg2=007")
+    assert out.splitlines()[1] == "Prompt with arguments: arg1='[1,2]', arg2='007'"
+
+
+def test_unknown_prompt_names_the_close_ones() -> None:
+    res = mcpkit("prompt", "--stdio", EVERYTHING, "test_simple_promt")
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert line.startswith("mcpkit: error: unknown prompt 'test_simple_promt': did you mean "
+                           "'test_simple_prompt'?")
+    assert "mcpkit list prompts --stdio" in line
 
 
 def test_prompt_missing_argument_exits_1() -> None:

@@ -81,6 +81,9 @@ def test_tasks_get_cancel_result_over_http() -> None:
         cancel = mcpkit("tasks", "cancel", live.url, task_id)
         assert cancel.returncode == 0, cancel.stderr
         assert cancel.stdout.strip() == f"cancellation of task {task_id} requested"
+        other = anyio.run(start)
+        as_json = mcpkit("tasks", "cancel", live.url, other, "--json")
+        assert json.loads(as_json.stdout) == {"taskId": other, "cancelRequested": True}
         again = mcpkit("tasks", "get", live.url, task_id, "--json")
         assert json.loads(again.stdout)["status"] == "cancelled"
         result = mcpkit("tasks", "result", live.url, task_id)
@@ -117,6 +120,19 @@ def test_live_without_a_total(total: float | None, shown: str) -> None:
     out = io.StringIO()
     Live(out, "t1").progress(3, total, None)
     assert out.getvalue() == shown + "\n"
+
+
+def test_live_of_a_plain_call_shows_the_tool_and_no_server_escapes() -> None:
+    out = Terminal()
+    live = Live(out, name="slow")
+    live.progress(1, 2, "half\x1b[2J way\u202e")
+    live.end()
+    live.end()  # ending twice adds nothing
+    assert out.getvalue() == (
+        "\r\x1b[2Kslow [############------------]  50% half\\x1b[2J way\\u202e\n")
+    plain = io.StringIO()
+    Live(plain, name="slow").progress(1, 2, "half\nway")
+    assert plain.getvalue() == "slow: progress 1/2 half way\n"
 
 
 def test_task_ids_never_look_like_options() -> None:

@@ -30,6 +30,7 @@ from collections.abc import Callable, Iterable, Sequence
 
 import orjson
 
+from ..protocol.text import visible as _safe
 from . import report_ci
 from .model import LEVELS, VERDICTS, EraSummary, Finding, Report
 from .rules import SECTIONS, matrix
@@ -150,18 +151,8 @@ def _tally_levels(report: Report) -> dict[str, int]:
 
 # ---------------------------------------------------------------------------- text
 
-_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 _ANSI = {"fail": "31", "pass": "32", "n/a": "2", "untestable": "2", "bold": "1",
          "MUST": "1;31", "SHOULD": "33", "MAY": "36", "LINT": "36"}
-
-
-def _safe(text: str) -> str:
-    """Control characters (ANSI escapes, bidi overrides) made visible as ``\\xNN`` or
-    ``\\uNNNN``, so that server text cannot act on a terminal or reorder what is shown;
-    tabs become four spaces, newlines stay."""
-    text = text.replace("\r\n", "\n").replace("\t", "    ")
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100
-                       else f"\\u{ord(m.group()):04x}", text)
 
 
 def _text(report: Report, color: bool) -> str:

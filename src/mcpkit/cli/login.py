@@ -73,7 +73,7 @@ def _store() -> FileTokenStore:
 
 def _stored(store: FileTokenStore, url: str) -> list[tuple[str, str, Tokens]]:
     """The stored (issuer, resource, tokens) for ``url``."""
-    from . import UsageError
+    from .calls import UsageError
 
     try:
         return [entry for entry in store.all_tokens() if covers(entry[1], url)]
@@ -166,7 +166,7 @@ class _FreshLogin:
 
 
 def _url_of(args: argparse.Namespace) -> str:
-    from . import UsageError
+    from .calls import UsageError
 
     url: str = args.url
     if not url.startswith(("http://", "https://")):
@@ -189,7 +189,7 @@ async def cmd_login(args: argparse.Namespace) -> int:
     from ..auth import AuthorizationFailed, ClientCredentials, LoopbackRedirect, OAuth
     from ..client import Client, ServerUnreachable
     from ..protocol.errors import MCPError
-    from . import UsageError
+    from .calls import UsageError
 
     url = _url_of(args)
     secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET") or None

@@ -10,20 +10,27 @@ result is printed like a plain call's. ``tasks`` looks at tasks by id: ``list`` 
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from typing import Any, TextIO
+
+from ..protocol.text import visible
 
 BAR = 24
 """Width of the progress bar, in characters."""
 
 
 class Live:
-    """Where a running task's status and progress are shown (see the module docstring)."""
+    """Where a running call's progress (and a task's status) is shown on ``out`` (see the
+    module docstring); a plain call (``name`` given) shows ``name`` where a task shows
+    its status. Server text goes through ``visible`` (it cannot drive the terminal)."""
 
-    def __init__(self, out: TextIO, task_id: str | None = None) -> None:
+    def __init__(self, out: TextIO, task_id: str | None = None, name: str | None = None
+                 ) -> None:
         self.out = out
         self.tty = out.isatty()
         self.task_id = task_id
+        self.name = name
         self.status = "working"
         self.bar = ""
         self._drawn = False
@@ -37,33 +44,39 @@ class Live:
         else:
             self.bar = plain = f"progress {progress:g}"
         if message:
+            message = " ".join(visible(message).split())
             self.bar, plain = f"{self.bar} {message}", f"{plain} {message}"
         self._show(plain)
 
     def changed(self, status: str, message: str | None) -> None:
         self.status = status
-        self._show(f"status {status}" + (f": {message}" if message else ""))
+        said = " ".join(visible(message).split()) if message else ""
+        self._show(f"status {status}" + (f": {said}" if said else ""))
 
     def _show(self, plain: str) -> None:
         if self.tty:
-            line = f"task {self.status:<14} {self.bar}"[:200]
-            self.out.write(f"\r\x1b[2K{line}")
+            head = self.name if self.name is not None else f"task {self.status:<14}"
+            width = shutil.get_terminal_size((100, 20)).columns - 1
+            self.out.write("\r\x1b[2K" + f"{head} {self.bar}"[:width])
             self._drawn = True
         else:
-            self.out.write(f"task {self.task_id or '?'}: {plain}\n")
+            head = self.name if self.name is not None else f"task {self.task_id or '?'}"
+            self.out.write(f"{head}: {plain}\n")
         self.out.flush()
 
     def end(self) -> None:
+        """End the line drawn in place, if any (before other output, and at the end)."""
         if self._drawn:
             self.out.write("\n")
             self.out.flush()
+            self._drawn = False
 
 
 async def call_as_task(client: Any, name: str, arguments: dict[str, Any], ttl: int | None,
-                       out: TextIO | None = None) -> Any:
-    """Call tool ``name`` as a task, showing its life on ``out`` (stderr); returns the
-    result, as ``call_tool`` would (or raises its error)."""
-    live = Live(out or sys.stderr)
+                       live: Live | None = None) -> Any:
+    """Call tool ``name`` as a task, showing its life on ``live`` (default: on stderr);
+    returns the result, as ``call_tool`` would (or raises its error)."""
+    live = live or Live(sys.stderr)
     handle = await client.call_tool(name, arguments, task={"ttl": ttl} if ttl else True,
                                     on_progress=live.progress)
     live.task_id = handle.task_id
@@ -103,7 +116,10 @@ async def tasks_command(client: Any, action: str, rest: list[str], as_json: bool
         handle = await client.follow_task(task_id)
         return 0, await handle.result()
     task = await (client.get_task(task_id) if action == "get" else client.cancel_task(task_id))
-    if task is None:  # 2026-07-28: an acknowledgement only
+    if task is None and as_json:  # 2026-07-28: an acknowledgement only
+        json.dump({"taskId": task_id, "cancelRequested": True}, out, indent=2)
+        out.write("\n")
+    elif task is None:
         print(f"cancellation of task {task_id} requested")
     elif as_json:
         json.dump(task.model_dump(by_alias=True, exclude_none=True), out, indent=2)
