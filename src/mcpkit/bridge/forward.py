@@ -28,6 +28,7 @@ from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
+import anyio.lowlevel
 
 from ..protocol.connection import NotificationReceived, RequestReceived
 from ..protocol.errors import (
@@ -64,6 +65,8 @@ INPUT_TIMEOUT = 600.0
 """Seconds the proxy's client has to answer a relayed sampling / elicitation / roots."""
 _STRIPPED_META = frozenset({PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL,
                             "progressToken"})
+_PASSED_META = _STRIPPED_META - {CLIENT_CAPABILITIES}
+_STAMPS = frozenset({"resultType", "ttlMs", "cacheScope"})
 _CAPABILITY = {"sampling/createMessage": "sampling", "elicitation/create": "elicitation",
                "roots/list": "roots"}
 _LOCAL_NOTIFICATIONS = frozenset({"notifications/progress", "notifications/cancelled",
@@ -125,10 +128,12 @@ class Tap:
         try:
             answers = await ctx.request_inputs({key: (method, params)}, timeout=INPUT_TIMEOUT)
         except InputRequired as exc:
-            if _CURRENT.get() is not call and call.scope is not None:
-                call.interrupted = exc  # asked from the remote's session: stop the call
-                call.scope.cancel()
-            raise
+            if _CURRENT.get() is call or call.scope is None:
+                raise  # (the remote's input request: it ends the call's request)
+            call.interrupted = exc  # the remote's request in its session: end the call
+            call.scope.cancel()
+            raise InternalError("Internal error: the proxy's client answers this on the "
+                                "retry of its request; this call is cancelled") from None
         except RemoteError as exc:
             raise relayed(exc) from None
         return answers[key]
@@ -188,15 +193,18 @@ def relayed(exc: RemoteError) -> ProtocolError:
     return cls(exc.message if isinstance(exc.message, str) else str(exc.message), exc.data)
 
 
-def outgoing(event: RequestReceived, log_level: str | None) -> JSONObject:
+def outgoing(event: RequestReceived, log_level: str | None, passing: bool) -> JSONObject:
     """The params to send the remote (see the module docstring); ``log_level``: the
-    level a stateless remote is to be told in ``_meta``."""
+    level a stateless remote is to be told in ``_meta``; ``passing``: a stateless
+    request passed to a stateless remote, which keeps its client's capabilities and its
+    answers to the remote's input requests."""
     params = dict(event.params)
     meta = params.pop("_meta", None)
-    if event.method in MRTR_METHODS and event.meta is not None:
+    if not passing and event.method in MRTR_METHODS and event.meta is not None:
         params.pop("inputResponses", None)  # answered here; the remote asks again
         params.pop("requestState", None)
-    kept = {k: v for k, v in meta.items() if k not in _STRIPPED_META} if isinstance(
+    dropped = _PASSED_META if passing else _STRIPPED_META
+    kept = {k: v for k, v in meta.items() if k not in dropped} if isinstance(
         meta, dict) else {}
     if log_level is not None:
         kept[LOG_LEVEL] = log_level
@@ -207,10 +215,9 @@ def outgoing(event: RequestReceived, log_level: str | None) -> JSONObject:
 
 def incoming(result: JSONObject) -> JSONObject:
     """The remote's result less what its era stamped on it."""
-    if result.get("resultType") == "complete" or "ttlMs" in result or "cacheScope" in result:
-        result = {k: v for k, v in result.items() if k not in ("ttlMs", "cacheScope")}
-        if result.get("resultType") == "complete":
-            del result["resultType"]
+    if result.get("resultType", "complete") == "complete" and not result.keys().isdisjoint(
+            _STAMPS):  # (a task's ttlMs is the task's own)
+        result = {k: v for k, v in result.items() if k not in _STAMPS}
     meta = result.get("_meta")
     if isinstance(meta, dict) and SERVER_INFO in meta:
         rest = {k: v for k, v in meta.items() if k != SERVER_INFO}
@@ -231,13 +238,14 @@ class ProxyMethods(Methods):
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         if event.method == "subscriptions/listen":
             return self._listen(session, event)
-        if event.method in MRTR_METHODS:
+        passing = event.meta is not None and self._proxy.remote_stateless
+        if event.method in MRTR_METHODS and not passing:
             ctx = self._context(session, event)
             return self._seal.run(event, ctx, self._forward(session, event, ctx))
         meta = event.params.get("_meta")
         ctx = Context(self._proxy, session, event.id, event.method,
                       meta if isinstance(meta, dict) else None, event.meta)
-        return self._forward(session, event, ctx)
+        return self._forward(session, event, ctx, passing)
 
     def on_notification(self, session: Session, event: NotificationReceived) -> Any:
         """``notifications/roots/list_changed`` goes on to the remote."""
@@ -245,12 +253,13 @@ class ProxyMethods(Methods):
             return self._proxy.roots_changed(session)
         return None
 
-    async def _forward(self, session: Session, event: RequestReceived,
-                       ctx: Context) -> JSONObject:
+    async def _forward(self, session: Session, event: RequestReceived, ctx: Context,
+                       passing: bool = False) -> JSONObject:
         proxy = self._proxy
         client, tap = await proxy.upstream_for(session, event, ctx)
         level = ctx.log_level if client.stateless_version is not None else None
-        params = outgoing(event, level)
+        passing = passing and client.stateless_version is not None
+        params = outgoing(event, level, passing)
         call = Call(ctx)
         on_progress: Callable[[float, float | None, str | None], Coroutine[Any, Any, None]
                               ] | None = None
@@ -261,7 +270,16 @@ class ProxyMethods(Methods):
         try:
             with anyio.CancelScope() as scope:
                 call.scope = scope
-                result = await client.request(event.method, params, on_progress=on_progress)
+                if passing:  # input_required and all: the proxy's client answers
+                    result = await client.forward(event.method, params,
+                                                  on_progress=on_progress)
+                else:
+                    result = await client.request(event.method, params,
+                                                  on_progress=on_progress)
+                    if client.stateless_version is None:
+                        # let the remote's notifications sent before its answer (logs)
+                        # reach this call before it ends
+                        await anyio.lowlevel.checkpoint()
             if call.interrupted is not None:
                 raise call.interrupted
         except ProtocolError:
@@ -281,4 +299,6 @@ class ProxyMethods(Methods):
         finally:
             _CURRENT.reset(token)
             tap.calls.remove(call)
+        if event.method == "tools/list":
+            proxy.learn_tools(result.get("tools"))
         return incoming(result)

@@ -39,10 +39,12 @@ from ..server import Context, Server
 from ..server.peers import Peers
 from ..session import Session
 from .forward import ProxyMethods, Tap
-from .upstream import Link, Upstream, upstream_client
+from .upstream import Link, RelayClient, Upstream, upstream_client
 
 log = logging.getLogger("mcpkit.bridge")
 
+MAX_TOOLS = 10_000
+"""Tools whose ``x-mcp-header`` declarations the proxy keeps."""
 CLOSE_TIMEOUT = 5.0
 """Seconds the remote connections get to close when the proxy stops."""
 
@@ -83,6 +85,8 @@ class ProxyServer(Server):
         #: Which eras the remote speaks (known once started).
         self.remote_stateful = True
         self.remote_stateless = False
+        #: Tool name -> its ``x-mcp-header`` declarations, from the remote's listings.
+        self._tool_headers: dict[str, dict[str, str]] = {}
 
     # ------------------------------------------------------------------ what it is
 
@@ -99,7 +103,7 @@ class ProxyServer(Server):
 
     # ------------------------------------------------------------------ the remote
 
-    def _shared_client(self) -> Client:
+    def _shared_client(self) -> RelayClient:
         tap = self._shared_tap
         return upstream_client(self.upstream, tap.relay, tap.notify, caps=None,
                                mode=self.upstream.mode)
@@ -113,11 +117,16 @@ class ProxyServer(Server):
             raise RuntimeError("this proxy is running already; enter lifespan_scope() to "
                                "share it")
         self._shared = Link(self._shared_client, self._listen_remote)
+        failure: MCPError | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
             try:
                 await self._learn(tg)
-                yield
+            except MCPError as exc:  # raised below, not wrapped in an exception group
+                failure = exc
+            try:
+                if failure is None:
+                    yield
             finally:
                 links = [link for link, _ in self._links.values()] + [self._shared]
                 self._links.clear()
@@ -126,6 +135,8 @@ class ProxyServer(Server):
                         await link.aclose()
                 tg.cancel_scope.cancel()
                 self._tg = None
+        if failure is not None:
+            raise failure
 
     async def _learn(self, tg: anyio.abc.TaskGroup) -> None:
         client = await self._shared.ensure(tg)
@@ -140,6 +151,9 @@ class ProxyServer(Server):
                     async with probe:
                         self.remote_stateful = True
                         self._describe(probe)
+                        # each revision drops what it lacks (tasks, extensions)
+                        self.remote_capabilities = {**client.server_capabilities,
+                                                    **probe.server_capabilities}
                         return
                 except HandshakeError as exc:
                     log.info("the remote speaks only the stateless revision: %s", exc)
@@ -183,7 +197,7 @@ class ProxyServer(Server):
         tg.start_soon(listen)
 
     async def upstream_for(self, session: Session, event: RequestReceived,
-                           ctx: Context) -> tuple[Client, Tap]:
+                           ctx: Context) -> tuple[RelayClient, Tap]:
         """The connected client ``event`` goes through, and its tap: the shared one for a
         stateless request, else the session's own (opened now if needed)."""
         tg = self._tg
@@ -224,11 +238,32 @@ class ProxyServer(Server):
         mode = "stateful" if self.remote_stateful else "stateless"
         version = rev.version if rev is not None and self.remote_stateful else None
 
-        def build() -> Client:
+        def build() -> RelayClient:
             return upstream_client(self.upstream, tap.relay, tap.notify, caps=caps,
                                    mode=mode, protocol_version=version)
 
         return Link(build, self._listen_remote), tap
+
+    def param_headers(self, name: str) -> dict[str, str]:
+        """The ``x-mcp-header`` declarations of the remote's tool ``name``, as its last
+        listing through the proxy gave them."""
+        return self._tool_headers.get(name, {})
+
+    def learn_tools(self, tools: Any) -> None:
+        """Keep the ``x-mcp-header`` declarations of a listing's tools (bounded)."""
+        for tool in tools if isinstance(tools, list) else ():
+            name = tool.get("name") if isinstance(tool, dict) else None
+            schema = tool.get("inputSchema") if isinstance(tool, dict) else None
+            props = schema.get("properties") if isinstance(schema, dict) else None
+            if not isinstance(name, str) or not isinstance(props, dict):
+                continue
+            headers = {p: sub["x-mcp-header"] for p, sub in props.items()
+                       if isinstance(sub, dict) and isinstance(sub.get("x-mcp-header"), str)}
+            if headers:
+                if len(self._tool_headers) < MAX_TOOLS or name in self._tool_headers:
+                    self._tool_headers[name] = headers
+            else:
+                self._tool_headers.pop(name, None)
 
     def _session_ended(self, session: Session) -> None:
         found = self._links.pop(session, None)
@@ -261,12 +296,13 @@ async def _remote_lifespan(server: Server) -> AsyncIterator[None]:
         yield
 
 
-def proxy(target: str | Sequence[str], *, headers: dict[str, str] | None = None,
+def proxy(target: str | Sequence[str] | Server, *, headers: dict[str, str] | None = None,
           auth: Any = None, env: dict[str, str] | None = None, cwd: str | None = None,
           timeout: float = 300.0, mode: str = "auto", name: str | None = None,
           **options: Any) -> ProxyServer:
-    """A ``Server`` serving the remote MCP server ``target`` (a command for stdio, or an
-    ``http(s)://`` URL), on any transport (``run``, ``serve``, ``asgi_app``).
+    """A ``Server`` serving the remote MCP server ``target`` (a command for stdio, an
+    ``http(s)://`` URL, or a ``Server`` object in this process), on any transport
+    (``run``, ``serve``, ``asgi_app``).
 
     ``headers``/``auth`` (an ``httpx.Auth``, e.g. ``mcpkit.auth.OAuth``): for every HTTP
     request to the remote. ``env``/``cwd``: of the command. ``timeout``: seconds one

@@ -15,7 +15,7 @@ away, and is started again by the next request that needs it (``ensure``).
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 import anyio
@@ -26,7 +26,8 @@ from ..client.stateless import Stateless
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import ConnectionClosed, MCPError, ProtocolError
 from ..protocol.jsonrpc import JSONObject
-from ..session import HandlerResult, Session
+from ..protocol.stateless import CLIENT_CAPABILITIES
+from ..session import HandlerResult, ProgressCallback, Session
 
 log = logging.getLogger("mcpkit.bridge")
 
@@ -42,7 +43,8 @@ RELAYED = frozenset({"sampling/createMessage", "elicitation/create", "roots/list
 class Upstream:
     """Where and how to reach the remote server (what ``proxy(...)`` was given).
 
-    ``target``: a command (list or shell-style string: stdio) or an ``http(s)://`` URL;
+    ``target``: a command (list or shell-style string: stdio), an ``http(s)://`` URL, or
+    an mcpkit ``Server`` object (served in this process, over a memory pipe);
     ``headers``/``auth`` (an ``httpx.Auth``): for every HTTP request to it; ``env``/``cwd``:
     of the command; ``timeout``: seconds one forwarded request may take (then it is
     cancelled on the remote and answered with an error); ``mode``: the era the proxy
@@ -52,18 +54,18 @@ class Upstream:
 
     __slots__ = ("auth", "cwd", "env", "headers", "mode", "target", "timeout")
 
-    def __init__(self, target: str | Sequence[str], *, headers: dict[str, str] | None = None,
+    def __init__(self, target: Any, *, headers: dict[str, str] | None = None,
                  auth: Any = None, env: dict[str, str] | None = None, cwd: str | None = None,
                  timeout: float = 300.0, mode: str = "auto") -> None:
         if isinstance(target, str) and not target.strip():
             raise ValueError("proxy target is empty: give a command or an http(s):// URL")
-        if not isinstance(target, str) and not list(target):
+        if isinstance(target, list | tuple) and not target:
             raise ValueError("proxy target is empty: give a command or an http(s):// URL")
         if not timeout > 0:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
         if mode not in ("auto", "stateful", "stateless"):
             raise ValueError("mode must be 'auto', 'stateful' or 'stateless'")
-        self.target = target if isinstance(target, str) else list(target)
+        self.target = list(target) if isinstance(target, tuple) else target
         self.headers, self.auth, self.env, self.cwd = headers, auth, env, cwd
         self.timeout = timeout
         self.mode = mode
@@ -71,7 +73,9 @@ class Upstream:
     def describe(self) -> str:
         """The remote, for messages (a command joined, a URL as is)."""
         target = self.target
-        return target if isinstance(target, str) else " ".join(target)
+        if isinstance(target, list):
+            return " ".join(str(part) for part in target)
+        return target if isinstance(target, str) else f"(in-process {target.name!r})"
 
 
 class RelayStateless(Stateless):
@@ -82,6 +86,23 @@ class RelayStateless(Stateless):
     def __init__(self, info: JSONObject, client: Client, relay: Relay) -> None:
         super().__init__(info, client.handlers)
         self.relay = relay
+
+    def meta(self, params: JSONObject | None) -> JSONObject:
+        """The per-request ``_meta``, keeping client capabilities the proxy passes on
+        (its own client's, so the remote judges what that client can answer)."""
+        given = (params or {}).get("_meta")
+        caps = given.get(CLIENT_CAPABILITIES) if isinstance(given, dict) else None
+        out = super().meta(params)
+        if isinstance(caps, dict):
+            out["_meta"][CLIENT_CAPABILITIES] = caps
+        return out
+
+    async def forward(self, session: Session, method: str, params: JSONObject, *,
+                      timeout: float, on_progress: ProgressCallback | None) -> JSONObject:
+        """Send ``method`` once and return its result as it came, ``input_required``
+        included (its input requests are the proxy's client's to answer)."""
+        return await self._send(session, method, self.meta(params), timeout, on_progress,
+                                None)
 
     async def answer_input(self, request: Any) -> JSONObject:
         method = request.get("method") if isinstance(request, dict) else None
@@ -97,7 +118,18 @@ class RelayClient(Client):
     def __init__(self, target: Any, relay: Relay, **options: Any) -> None:
         super().__init__(target, **options)
         self.relay = relay
-        self.stateless = RelayStateless(self.info, self, relay)
+        self.stateless: RelayStateless = RelayStateless(self.info, self, relay)
+
+    async def forward(self, method: str, params: JSONObject, *,
+                      on_progress: ProgressCallback | None) -> JSONObject:
+        """Send ``method`` once in the stateless revision and return its result as it
+        came, ``input_required`` included (``RelayStateless.forward``)."""
+        if on_progress is not None:
+            meta = dict(params.get("_meta") or {})
+            meta["progressToken"] = self.progress_token()
+            params = {**params, "_meta": meta}
+        return await self.stateless.forward(self.session, method, params,
+                                            timeout=self.timeout, on_progress=on_progress)
 
     def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         if event.method in RELAYED and "task" not in event.params:
@@ -111,7 +143,7 @@ async def _unused(params: JSONObject) -> JSONObject:  # pragma: no cover - never
 
 def upstream_client(upstream: Upstream, relay: Relay, notify: Notify, *,
                     caps: JSONObject | None, mode: str,
-                    protocol_version: str | None = None) -> Client:
+                    protocol_version: str | None = None) -> RelayClient:
     """The ``Client`` the proxy talks to the remote with: ``mode`` and
     ``protocol_version`` as ``Client`` takes them; it declares what ``caps`` (the proxy's
     own client's capabilities; None: everything it could relay) allow, its handlers
@@ -149,12 +181,12 @@ class Link:
     once it is connected (in the link's task: background listens, the log level).
     """
 
-    def __init__(self, build: Callable[[], Client],
+    def __init__(self, build: Callable[[], RelayClient],
                  after: Callable[[Client, anyio.abc.TaskGroup], Awaitable[None]] | None = None
                  ) -> None:
         self._build = build
         self._after = after
-        self.client: Client | None = None
+        self.client: RelayClient | None = None
         self._stop: anyio.Event | None = None
         self._ended: anyio.Event | None = None
         self._lock = anyio.Lock()
@@ -168,7 +200,7 @@ class Link:
         return client is not None and client._session is not None and not (
             client._session.closed)
 
-    async def ensure(self, tg: anyio.abc.TaskGroup) -> Client:
+    async def ensure(self, tg: anyio.abc.TaskGroup) -> RelayClient:
         """The connected client, (re)connecting it first if the remote is not connected
         (raises what connecting raises: ``ServerUnreachable``, ``HandshakeError``)."""
         if self.alive:

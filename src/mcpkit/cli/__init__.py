@@ -17,6 +17,8 @@
     mcpkit login URL [--scope S ...] [--client-id ID [--client-secret S]] [--port N]
                      [--no-browser]                log in (OAuth) and keep the tokens
     mcpkit logout URL                              forget them
+    mcpkit proxy --stdio "COMMAND" --http [--port N]  serve a stdio server over HTTP
+    mcpkit proxy URL [--token T]                   serve an HTTP server on stdio
 
 TARGET is ``--stdio "COMMAND"`` or an ``http(s)://`` URL. Output is for people by default
 (tables; colour on a terminal); ``--json`` prints the raw results. Exit status: 0 on
@@ -39,7 +41,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import checking, dev, install, login, tasks
+from . import checking, dev, install, login, proxying, tasks
 from .loading import LoadError, load_server
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
@@ -430,6 +432,7 @@ def _parser() -> argparse.ArgumentParser:
     checking.add_args(chk)
     chk.add_argument("rest", nargs="*", metavar="URL")
     login.add_parsers(sub)
+    proxying.add_parser(sub, auth_args)
     install.add_parser(sub)
     dev.add_parser(sub)
     return p
@@ -493,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return cmd_check(args)
         if args.command == "dev":
             return dev.run(args)
+        if args.command == "proxy":
+            return proxying.run(args, _target, _http_headers, UsageError)
         if args.command == "install":
             try:
                 return install.install(args, _load_server_or_usage)
