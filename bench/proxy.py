@@ -1,0 +1,148 @@
+#!/usr/bin/env python3
+"""Issue #16's proxy goal: what ``mcpkit proxy`` adds to a request's latency.
+
+    bench/proxy.py [--count 2000] [--seconds 30] [--rounds 3]
+
+What is compared, on loopback, one client, one request at a time:
+
+- direct: ``examples/everything.py --http`` (uvicorn), the client -> that server;
+- proxied: ``mcpkit proxy --stdio "python examples/everything.py" --http`` (uvicorn), the
+  client -> the proxy over HTTP -> the same server over stdio (its own process, started
+  by the proxy for the client's session).
+
+The client is the same in both: httpx (one keep-alive connection), one 2025-11-25
+session (``initialize``, then ``tools/call echo`` with a short text, each answered as a
+JSON body), latency per request measured around the POST. Each round runs both targets
+(in turns, warmed up first); the figures are the medians over rounds of each round's
+p50 and p99. Prints one JSON line; exit 1 when the proxied p50 is over 1.5x the direct
+p50. Every process is stopped by its process id; every wait is bounded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+EVERYTHING = ROOT / "examples" / "everything.py"
+GOAL = 1.5
+START_SECONDS = 30.0
+HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@contextlib.contextmanager
+def serving(argv: list[str], port: int) -> Iterator[str]:
+    """Start ``argv`` in its own process group; its URL once it answers; stopped by pid."""
+    url = f"http://127.0.0.1:{port}/mcp"
+    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        deadline = time.monotonic() + START_SECONDS
+        while True:
+            if proc.poll() is not None:
+                sys.exit(f"bench/proxy.py: {argv} exited with status {proc.returncode}")
+            with contextlib.suppress(httpx.HTTPError):
+                httpx.get(url, timeout=1.0)
+                break
+            if time.monotonic() > deadline:
+                sys.exit(f"bench/proxy.py: {argv} did not answer within {START_SECONDS}s")
+            time.sleep(0.1)
+        yield url
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+def latencies(url: str, count: int, seconds: float) -> list[float]:
+    """Seconds per ``tools/call echo`` of one session (after 200 unmeasured)."""
+    with httpx.Client(timeout=30.0) as http:
+        init = http.post(url, headers=HEADERS, json={
+            "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": "2025-11-25", "capabilities": {},
+                "clientInfo": {"name": "bench-proxy", "version": "1"}}})
+        init.raise_for_status()
+        headers = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                   "mcp-protocol-version": "2025-11-25"}
+        http.post(url, headers=headers, json={
+            "jsonrpc": "2.0", "method": "notifications/initialized"}).raise_for_status()
+        out: list[float] = []
+        deadline = time.monotonic() + seconds
+        for i in range(1, count + 201):
+            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
+                    "params": {"name": "echo", "arguments": {"text": "hello"}}}
+            start = time.perf_counter()
+            reply = http.post(url, headers=headers, json=body)
+            took = time.perf_counter() - start
+            if reply.status_code != 200 or "result" not in reply.json():
+                sys.exit(f"bench/proxy.py: {url} answered {reply.status_code}: "
+                         f"{reply.text[:300]}")
+            if i > 200:
+                out.append(took)
+            if time.monotonic() > deadline:
+                break
+        http.delete(url, headers=headers)
+        return out
+
+
+def percentile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--count", type=int, default=2000, help="requests per run")
+    parser.add_argument("--seconds", type=float, default=30.0, help="bound per run")
+    parser.add_argument("--rounds", type=int, default=3)
+    opts = parser.parse_args()
+    python = sys.executable
+    direct_argv = [python, str(EVERYTHING), "--http", "--port"]
+    proxy_argv = [python, "-m", "mcpkit", "proxy", "--stdio", f"{python} {EVERYTHING}",
+                  "--http", "--port"]
+    runs: dict[str, list[tuple[float, float]]] = {"direct": [], "proxied": []}
+    for _ in range(opts.rounds):
+        for name, argv in (("direct", direct_argv), ("proxied", proxy_argv)):
+            port = free_port()
+            with serving([*argv, str(port)], port) as url:
+                got = latencies(url, opts.count, opts.seconds)
+            runs[name].append((percentile(got, 0.5), percentile(got, 0.99)))
+    figures = {name: {"p50_ms": round(statistics.median(p for p, _ in r) * 1000, 3),
+                      "p99_ms": round(statistics.median(q for _, q in r) * 1000, 3)}
+               for name, r in runs.items()}
+    ratio = figures["proxied"]["p50_ms"] / figures["direct"]["p50_ms"]
+    added = {"p50_ms": round(figures["proxied"]["p50_ms"] - figures["direct"]["p50_ms"], 3),
+             "p99_ms": round(figures["proxied"]["p99_ms"] - figures["direct"]["p99_ms"], 3)}
+    print(json.dumps({"bench": "proxy", "compared": "client -> proxy(HTTP) -> stdio "
+                      "everything.py vs client -> everything.py over HTTP",
+                      **figures, "added": added, "p50_ratio": round(ratio, 3),
+                      "goal": f"<= {GOAL}x", "met": ratio <= GOAL,
+                      "rounds": opts.rounds, "count": opts.count}))
+    return 0 if ratio <= GOAL else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
