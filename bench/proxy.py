@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Issue #16's proxy goal: what ``mcpkit proxy`` adds to a request's latency.
 
-    bench/proxy.py [--count 2000] [--seconds 30] [--rounds 3]
+    bench/proxy.py [--count 2000] [--seconds 30] [--rounds 3] [--tool echo|sleep]
 
 What is compared, on loopback, one client, one request at a time:
 
@@ -12,7 +12,9 @@ What is compared, on loopback, one client, one request at a time:
 
 The client is the same in both: httpx (one keep-alive connection), one 2025-11-25
 session (``initialize``, then ``tools/call echo`` with a short text, each answered as a
-JSON body), latency per request measured around the POST. Each round runs both targets
+JSON body; ``--tool sleep``: ``sleep`` with 0 seconds, a handler that awaits, where
+``echo`` is answered inline, without a task), latency per request measured around the
+POST. Each round runs both targets
 (in turns, warmed up first); the figures are the medians over rounds of each round's
 p50 and p99. Prints one JSON line; exit 1 when the proxied p50 is over 1.5x the direct
 p50. Every process is stopped by its process id; every wait is bounded.
@@ -77,8 +79,12 @@ def serving(argv: list[str], port: int) -> Iterator[str]:
             proc.wait(timeout=10)
 
 
-def latencies(url: str, count: int, seconds: float) -> list[float]:
-    """Seconds per ``tools/call echo`` of one session (after 200 unmeasured)."""
+CALLS = {"echo": {"name": "echo", "arguments": {"text": "hello"}},
+         "sleep": {"name": "sleep", "arguments": {"seconds": 0}}}
+
+
+def latencies(url: str, count: int, seconds: float, tool: str = "echo") -> list[float]:
+    """Seconds per ``tools/call`` of ``tool`` in one session (after 200 unmeasured)."""
     with httpx.Client(timeout=30.0) as http:
         init = http.post(url, headers=HEADERS, json={
             "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -93,7 +99,7 @@ def latencies(url: str, count: int, seconds: float) -> list[float]:
         deadline = time.monotonic() + seconds
         for i in range(1, count + 201):
             body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": {"name": "echo", "arguments": {"text": "hello"}}}
+                    "params": CALLS[tool]}
             start = time.perf_counter()
             reply = http.post(url, headers=headers, json=body)
             took = time.perf_counter() - start
@@ -118,6 +124,7 @@ def main() -> int:
     parser.add_argument("--count", type=int, default=2000, help="requests per run")
     parser.add_argument("--seconds", type=float, default=30.0, help="bound per run")
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--tool", choices=sorted(CALLS), default="echo")
     opts = parser.parse_args()
     python = sys.executable
     direct_argv = [python, str(EVERYTHING), "--http", "--port"]
@@ -128,7 +135,7 @@ def main() -> int:
         for name, argv in (("direct", direct_argv), ("proxied", proxy_argv)):
             port = free_port()
             with serving([*argv, str(port)], port) as url:
-                got = latencies(url, opts.count, opts.seconds)
+                got = latencies(url, opts.count, opts.seconds, opts.tool)
             runs[name].append((percentile(got, 0.5), percentile(got, 0.99)))
     figures = {name: {"p50_ms": round(statistics.median(p for p, _ in r) * 1000, 3),
                       "p99_ms": round(statistics.median(q for _, q in r) * 1000, 3)}
@@ -140,7 +147,7 @@ def main() -> int:
                       "everything.py vs client -> everything.py over HTTP",
                       **figures, "added": added, "p50_ratio": round(ratio, 3),
                       "goal": f"<= {GOAL}x", "met": ratio <= GOAL,
-                      "rounds": opts.rounds, "count": opts.count}))
+                      "tool": opts.tool, "rounds": opts.rounds, "count": opts.count}))
     return 0 if ratio <= GOAL else 1
 
 
