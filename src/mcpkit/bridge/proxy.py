@@ -23,7 +23,7 @@ reached over HTTP that forgot a session is given a new one by the HTTP client it
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -52,7 +52,7 @@ CLOSE_TIMEOUT = 5.0
 class _SessionPeers(Peers):
     """``Peers`` that also end a session's remote connection when the session ends."""
 
-    def __init__(self, ended: Any) -> None:
+    def __init__(self, ended: Callable[[Session], None]) -> None:
         super().__init__()
         self._ended = ended
 
@@ -79,7 +79,7 @@ class ProxyServer(Server):
         self._methods = ProxyMethods(self, self._registry, self._peers, self._seal, self.tasks)
         self._links: dict[Session, tuple[Link, Tap]] = {}
         self._shared_tap = Tap(None, self._peers)
-        self._shared = Link(self._shared_client, self._listen_remote)
+        self._shared = Link(self._shared_client, self._listening(self._shared_tap))
         #: The remote's capabilities, as the proxy declares them (known once started).
         self.remote_capabilities: JSONObject = {}
         #: Which eras the remote speaks (known once started).
@@ -116,7 +116,7 @@ class ProxyServer(Server):
         if self._tg is not None:
             raise RuntimeError("this proxy is running already; enter lifespan_scope() to "
                                "share it")
-        self._shared = Link(self._shared_client, self._listen_remote)
+        self._shared = Link(self._shared_client, self._listening(self._shared_tap))
         failure: MCPError | None = None
         async with anyio.create_task_group() as tg:
             self._tg = tg
@@ -168,33 +168,22 @@ class ProxyServer(Server):
         if self.instructions is None:
             self.instructions = client.instructions
 
-    async def _listen_remote(self, client: Client, tg: anyio.abc.TaskGroup) -> None:
-        """On a stateless connection, hear the remote's list changes (which that
-        revision sends only on a ``subscriptions/listen`` stream)."""
-        if client.stateless_version is None:
-            return
-        caps = client.server_capabilities
-        kinds = {k: isinstance(caps.get(k), dict) and caps[k].get("listChanged") is True
-                 for k in ("tools", "prompts", "resources")}
-        if not any(kinds.values()):
-            return
-        notify = client._on_notification  # the tap's notify, as the client was built
+    @staticmethod
+    def _listening(tap: Tap) -> Callable[[Client, anyio.abc.TaskGroup], Awaitable[None]]:
+        """What a link runs once connected: on a stateless connection, hear the remote's
+        list changes (which that revision sends only on a ``subscriptions/listen``
+        stream) and hand them to ``tap``."""
 
-        async def listen() -> None:
-            try:
-                async with client.listen(tools=kinds["tools"], prompts=kinds["prompts"],
-                                         resources=kinds["resources"]) as changes:
-                    async for note in changes:
-                        params = note.get("params")
-                        if notify is not None and isinstance(note.get("method"), str):
-                            done = notify(note["method"],
-                                          params if isinstance(params, dict) else {})
-                            if done is not None:
-                                await done
-            except MCPError as exc:
-                log.info("the remote's change notifications stopped: %s", exc)
+        async def after(client: Client, tg: anyio.abc.TaskGroup) -> None:
+            if client.stateless_version is None:
+                return
+            caps = client.server_capabilities
+            kinds = {k: isinstance(caps.get(k), dict) and caps[k].get("listChanged") is True
+                     for k in ("tools", "prompts", "resources")}
+            if any(kinds.values()):
+                tg.start_soon(_listen, client, tap, kinds)
 
-        tg.start_soon(listen)
+        return after
 
     async def upstream_for(self, session: Session, event: RequestReceived,
                            ctx: Context) -> tuple[RelayClient, Tap]:
@@ -242,7 +231,7 @@ class ProxyServer(Server):
             return upstream_client(self.upstream, tap.relay, tap.notify, caps=caps,
                                    mode=mode, protocol_version=version)
 
-        return Link(build, self._listen_remote), tap
+        return Link(build, self._listening(tap)), tap
 
     def param_headers(self, name: str) -> dict[str, str]:
         """The ``x-mcp-header`` declarations of the remote's tool ``name``, as its last
@@ -287,6 +276,20 @@ class ProxyServer(Server):
                 await found[0].client.roots_changed()
             except MCPError as exc:
                 log.info("could not pass roots/list_changed on: %s", exc)
+
+
+async def _listen(client: Client, tap: Tap, kinds: dict[str, bool]) -> None:
+    """Hand the remote's change notifications to ``tap`` until the listen ends."""
+    try:
+        async with client.listen(tools=kinds["tools"], prompts=kinds["prompts"],
+                                 resources=kinds["resources"]) as changes:
+            async for note in changes:
+                params = note.get("params")
+                if isinstance(note.get("method"), str):
+                    await tap.notify(note["method"], params if isinstance(params, dict)
+                                     else {})
+    except MCPError as exc:
+        log.info("the remote's change notifications stopped: %s", exc)
 
 
 @asynccontextmanager

@@ -196,9 +196,13 @@ class Link:
 
     @property
     def alive(self) -> bool:
-        client = self.client
-        return client is not None and client._session is not None and not (
-            client._session.closed)
+        """Whether the client is connected (its session open)."""
+        if self.client is None:
+            return False
+        try:
+            return not self.client.session.closed
+        except ConnectionClosed:
+            return False
 
     async def ensure(self, tg: anyio.abc.TaskGroup) -> RelayClient:
         """The connected client, (re)connecting it first if the remote is not connected
