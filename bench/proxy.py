@@ -10,14 +10,16 @@ What is compared, on loopback, one client, one request at a time:
   client -> the proxy over HTTP -> the same server over stdio (its own process, started
   by the proxy for the client's session).
 
-The client is the same in both: httpx (one keep-alive connection), one 2025-11-25
-session (``initialize``, then ``tools/call echo`` with a short text, each answered as a
+Both run at once and the client alternates between them, request by request, so both
+see the same load on the machine. The client is the same for both: httpx (one
+keep-alive connection each), one 2025-11-25 session each (``initialize``, then
+``tools/call echo`` with a short text, each answered as a
 JSON body; ``--tool sleep``: ``sleep`` with 0 seconds, a handler that awaits, where
 ``echo`` is answered inline, without a task), latency per request measured around the
-POST. Each round runs both targets
-(in turns, warmed up first); the figures are the medians over rounds of each round's
-p50 and p99. Prints one JSON line; exit 1 when the proxied p50 is over 1.5x the direct
-p50. Every process is stopped by its process id; every wait is bounded.
+POST. Each round starts both targets afresh (warmed up first); the figures are the
+medians over rounds of each round's p50 and p99. Prints one JSON line; exit 1 when the
+proxied p50 is over 1.5x the direct p50. Every process is stopped by its process id;
+every wait is bounded.
 """
 
 from __future__ import annotations
@@ -83,35 +85,57 @@ CALLS = {"echo": {"name": "echo", "arguments": {"text": "hello"}},
          "sleep": {"name": "sleep", "arguments": {"seconds": 0}}}
 
 
-def latencies(url: str, count: int, seconds: float, tool: str = "echo") -> list[float]:
-    """Seconds per ``tools/call`` of ``tool`` in one session (after 200 unmeasured)."""
-    with httpx.Client(timeout=30.0) as http:
-        init = http.post(url, headers=HEADERS, json={
+class Session:
+    """One 2025-11-25 session over one keep-alive httpx connection."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.http = httpx.Client(timeout=30.0)
+        init = self.http.post(url, headers=HEADERS, json={
             "jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
                 "protocolVersion": "2025-11-25", "capabilities": {},
                 "clientInfo": {"name": "bench-proxy", "version": "1"}}})
         init.raise_for_status()
-        headers = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
-                   "mcp-protocol-version": "2025-11-25"}
-        http.post(url, headers=headers, json={
+        self.headers = {**HEADERS, "mcp-session-id": init.headers["mcp-session-id"],
+                        "mcp-protocol-version": "2025-11-25"}
+        self.http.post(url, headers=self.headers, json={
             "jsonrpc": "2.0", "method": "notifications/initialized"}).raise_for_status()
-        out: list[float] = []
-        deadline = time.monotonic() + seconds
+
+    def call(self, rid: int, tool: str) -> float:
+        """Seconds one ``tools/call`` of ``tool`` took."""
+        body = {"jsonrpc": "2.0", "id": rid, "method": "tools/call", "params": CALLS[tool]}
+        start = time.perf_counter()
+        reply = self.http.post(self.url, headers=self.headers, json=body)
+        took = time.perf_counter() - start
+        if reply.status_code != 200 or "result" not in reply.json():
+            sys.exit(f"bench/proxy.py: {self.url} answered {reply.status_code}: "
+                     f"{reply.text[:300]}")
+        return took
+
+    def close(self) -> None:
+        self.http.delete(self.url, headers=self.headers)
+        self.http.close()
+
+
+def latencies(urls: dict[str, str], count: int, seconds: float,
+              tool: str) -> dict[str, list[float]]:
+    """Seconds per call of each target, the targets' calls alternating (so both see the
+    same load on the machine), after 200 unmeasured each."""
+    sessions = {name: Session(url) for name, url in urls.items()}
+    out: dict[str, list[float]] = {name: [] for name in urls}
+    deadline = time.monotonic() + seconds
+    try:
         for i in range(1, count + 201):
-            body = {"jsonrpc": "2.0", "id": i, "method": "tools/call",
-                    "params": CALLS[tool]}
-            start = time.perf_counter()
-            reply = http.post(url, headers=headers, json=body)
-            took = time.perf_counter() - start
-            if reply.status_code != 200 or "result" not in reply.json():
-                sys.exit(f"bench/proxy.py: {url} answered {reply.status_code}: "
-                         f"{reply.text[:300]}")
-            if i > 200:
-                out.append(took)
+            for name, session in sessions.items():
+                took = session.call(i, tool)
+                if i > 200:
+                    out[name].append(took)
             if time.monotonic() > deadline:
                 break
-        http.delete(url, headers=headers)
-        return out
+    finally:
+        for session in sessions.values():
+            session.close()
+    return out
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -132,11 +156,13 @@ def main() -> int:
                   "--http", "--port"]
     runs: dict[str, list[tuple[float, float]]] = {"direct": [], "proxied": []}
     for _ in range(opts.rounds):
-        for name, argv in (("direct", direct_argv), ("proxied", proxy_argv)):
-            port = free_port()
-            with serving([*argv, str(port)], port) as url:
-                got = latencies(url, opts.count, opts.seconds, opts.tool)
-            runs[name].append((percentile(got, 0.5), percentile(got, 0.99)))
+        direct_port, proxy_port = free_port(), free_port()
+        with serving([*direct_argv, str(direct_port)], direct_port) as direct, serving(
+                [*proxy_argv, str(proxy_port)], proxy_port) as proxied:
+            got = latencies({"direct": direct, "proxied": proxied}, opts.count,
+                            opts.seconds, opts.tool)
+        for name, values in got.items():
+            runs[name].append((percentile(values, 0.5), percentile(values, 0.99)))
     figures = {name: {"p50_ms": round(statistics.median(p for p, _ in r) * 1000, 3),
                       "p99_ms": round(statistics.median(q for _, q in r) * 1000, 3)}
                for name, r in runs.items()}
