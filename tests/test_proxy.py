@@ -30,10 +30,10 @@ ROOT = Path(__file__).resolve().parents[1]
 pytestmark = pytest.mark.anyio
 
 
-def remote(page_size: int = 1000) -> Server:
+def remote(page_size: int = 1000, cache_ttl_ms: int = 0) -> Server:
     """The remote server: tools that ask their client, log, report progress, fail."""
     server = Server("remote", "1.2.3", instructions="the remote's instructions",
-                    page_size=page_size)
+                    page_size=page_size, cache_ttl_ms=cache_ttl_ms)
 
     @server.tool
     async def ask(question: str, ctx: Context) -> str:
@@ -216,7 +216,7 @@ async def test_sampling_is_refused_when_the_client_cannot_sample() -> None:
 async def test_errors_pages_and_lists_pass_through(mode: str) -> None:
     """The remote's errors keep their code and data; lists come page by page with the
     remote's cursors; resources, prompts and completions are forwarded."""
-    srv = proxy(remote(page_size=3))
+    srv = proxy(remote(page_size=3, cache_ttl_ms=5000))
     version = "2026-07-28" if mode == "stateless" else None
     async with srv.lifespan_scope(), TappedClient(srv, mode=mode,
                                                   protocol_version=version) as client:
@@ -232,6 +232,9 @@ async def test_errors_pages_and_lists_pass_through(mode: str) -> None:
                                       else -32602)
         first, cursor = await client.list_tools_page()
         assert len(first) == 3 and cursor is not None
+        listing = next(m["result"] for m in reversed(client.wire.received) if "result" in m)
+        # the remote's caching hint reaches a 2026-07-28 client; nothing of it before
+        assert listing.get("ttlMs") == (5000 if mode == "stateless" else None)
         names = [t.name for t in await client.list_tools()]
         assert names == ["ask", "chatty", "sample", "roots", "wait", "touch", "refuse",
                          "n0", "n1", "n2", "n3", "n4"]

@@ -6,8 +6,9 @@ goes to the remote as it came: the method, the params with the proxy client's ow
 per-request ``_meta`` (revision, capabilities, client info, log level, progress token)
 taken out, since the upstream client adds its own. Lists are forwarded page by page with
 the remote's cursors, so nothing is listed before it is asked for. The remote's answer
-comes back as it was, less what its era stamped on it (``resultType``, ``ttlMs``,
-``cacheScope``, its ``serverInfo``): the proxy's core stamps its own. The remote's
+comes back as it was, less its ``serverInfo`` (the proxy's core stamps its own) and, to
+a handshake-era client, what only the stateless era has (``resultType``, ``ttlMs``,
+``cacheScope``). The remote's
 JSON-RPC errors come back with their code, message and data; a remote that cannot be
 reached, dies or does not answer in time is an internal error (-32603) that says so.
 
@@ -213,10 +214,12 @@ def outgoing(event: RequestReceived, log_level: str | None, passing: bool) -> JS
     return params
 
 
-def incoming(result: JSONObject) -> JSONObject:
-    """The remote's result less what its era stamped on it."""
-    if result.get("resultType", "complete") == "complete" and not result.keys().isdisjoint(
-            _STAMPS):  # (a task's ttlMs is the task's own)
+def incoming(result: JSONObject, stateless: bool) -> JSONObject:
+    """The remote's result less its ``serverInfo`` and, for a ``stateless`` (2026-07-28)
+    request, nothing else: its caching hints stand (the proxy's core stamps only what
+    is missing); a handshake-era request's result loses what that era lacks."""
+    if not stateless and result.get("resultType", "complete") == "complete" and not (
+            result.keys().isdisjoint(_STAMPS)):  # (a task's ttlMs is the task's own)
         result = {k: v for k, v in result.items() if k not in _STAMPS}
     meta = result.get("_meta")
     if isinstance(meta, dict) and SERVER_INFO in meta:
@@ -301,4 +304,4 @@ class ProxyMethods(Methods):
             tap.calls.remove(call)
         if event.method == "tools/list":
             proxy.learn_tools(result.get("tools"))
-        return incoming(result)
+        return incoming(result, event.meta is not None)
