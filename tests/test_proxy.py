@@ -359,6 +359,8 @@ def test_invalid_options_are_value_errors() -> None:
         proxy(["x"], timeout=0)
     with pytest.raises(ValueError, match="mode"):
         proxy(["x"], mode="sideways")
+    with pytest.raises(ValueError, match="max_connections"):
+        proxy(["x"], max_connections=0)
     assert isinstance(proxy(["x"]), ProxyServer)
 
 
@@ -429,3 +431,18 @@ async def test_cancellation_reaches_the_remote() -> None:
         await client.ping()
         await client.call_tool("n0")
         assert getattr(inner, "cancelled", False)
+
+
+async def test_connections_to_the_remote_are_bounded() -> None:
+    """A session beyond ``max_connections`` is refused with an error saying why; once a
+    session ends, its connection is closed and a new session is served."""
+    srv = proxy(remote(), max_connections=1)
+    async with srv.lifespan_scope():
+        async with Client(srv) as first:
+            await first.call_tool("n0")
+            async with Client(srv) as second:
+                with pytest.raises(RemoteError) as refused:
+                    await second.call_tool("n0")
+                assert "already holds 1 sessions' connections" in refused.value.message
+        async with Client(srv) as third:
+            assert (await third.call_tool("n1")).text == "1"

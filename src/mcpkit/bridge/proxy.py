@@ -66,12 +66,19 @@ class ProxyServer(Server):
     """A ``Server`` whose every request is answered by a remote server (module docstring).
 
     ``upstream``: where the remote is and how to reach it. ``name``: present the proxy
-    under this name instead of the remote's. ``options``: any other ``Server`` option
-    (``page_size`` and the registrations have no use here).
+    under this name instead of the remote's. ``max_connections`` (64): stateful sessions
+    with a connection to the remote at once (for a command, processes): a session
+    beyond it is answered with an error until another ends. ``options``: any other
+    ``Server`` option (``page_size`` and the registrations have no use here).
     """
 
-    def __init__(self, upstream: Upstream, *, name: str | None = None, **options: Any) -> None:
+    def __init__(self, upstream: Upstream, *, name: str | None = None,
+                 max_connections: int = 64, **options: Any) -> None:
+        if not isinstance(max_connections, int) or max_connections < 1:
+            raise ValueError(f"max_connections must be a positive integer, got "
+                             f"{max_connections!r}")
         super().__init__(name or "mcpkit-proxy", lifespan=_remote_lifespan, **options)
+        self.max_connections = max_connections
         self.upstream = upstream
         self._own_name = name
         self._tg: anyio.abc.TaskGroup | None = None
@@ -199,6 +206,11 @@ class ProxyServer(Server):
         else:
             found = self._links.get(session)
             if found is None:
+                if len(self._links) >= self.max_connections:
+                    raise InternalError(
+                        f"Internal error: the proxy already holds {self.max_connections} "
+                        "sessions' connections to its remote server; retry once another "
+                        "session has ended.")
                 found = self._links[session] = self._session_link(session)
             link, tap = found
         try:
@@ -302,7 +314,7 @@ async def _remote_lifespan(server: Server) -> AsyncIterator[None]:
 def proxy(target: str | Sequence[str] | Server, *, headers: dict[str, str] | None = None,
           auth: Any = None, env: dict[str, str] | None = None, cwd: str | None = None,
           timeout: float = 300.0, mode: str = "auto", name: str | None = None,
-          **options: Any) -> ProxyServer:
+          max_connections: int = 64, **options: Any) -> ProxyServer:
     """A ``Server`` serving the remote MCP server ``target`` (a command for stdio, an
     ``http(s)://`` URL, or a ``Server`` object in this process), on any transport
     (``run``, ``serve``, ``asgi_app``).
@@ -311,9 +323,11 @@ def proxy(target: str | Sequence[str] | Server, *, headers: dict[str, str] | Non
     request to the remote. ``env``/``cwd``: of the command. ``timeout``: seconds one
     forwarded request may take. ``mode``: the era spoken to the remote (``"auto"``: its
     newest). ``name``: present the proxy under this name rather than the remote's.
-    ``options``: ``Server``'s (``max_message_size``, ``drain_timeout``, ...). Invalid
-    values are ``ValueError``s. See ``ProxyServer`` for sessions and reconnection.
+    ``max_connections``: stateful sessions connected to the remote at once (see
+    ``ProxyServer``). ``options``: ``Server``'s (``max_message_size``,
+    ``drain_timeout``, ...). Invalid values are ``ValueError``s. See ``ProxyServer`` for
+    sessions and reconnection.
     """
     upstream = Upstream(target, headers=headers, auth=auth, env=env, cwd=cwd,
                         timeout=timeout, mode=mode)
-    return ProxyServer(upstream, name=name, **options)
+    return ProxyServer(upstream, name=name, max_connections=max_connections, **options)

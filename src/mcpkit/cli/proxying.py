@@ -33,6 +33,9 @@ def add_parser(sub: Any, auth_args: Callable[[argparse.ArgumentParser], None]) -
                    help="seconds one forwarded request may take (default 300)")
     p.add_argument("--mode", choices=["auto", "stateful", "stateless"], default="auto",
                    help="the era to speak to the remote (default: its newest)")
+    p.add_argument("--max-connections", type=int, default=64, metavar="N",
+                   help="stateful sessions connected to the remote at once (for a "
+                   "command: processes; default 64)")
     p.add_argument("--name", help="present the proxy under this name (default: the "
                    "remote's)")
     auth_args(p)
@@ -54,13 +57,15 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         raise usage(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
     if args.port is not None and not 0 <= args.port <= 65535:
         raise usage(f"--port must be between 0 and 65535 (got {args.port})")
+    if args.max_connections < 1:
+        raise usage(f"--max-connections must be at least 1 (got {args.max_connections})")
     if not args.timeout > 0:
         raise usage(f"--timeout must be a positive number of seconds (got {args.timeout})")
     headers = headers_of(args, target)
     sent_token = any(n.lower() == "authorization" for n in headers)
     auth = None if isinstance(target, list) or sent_token else login.stored_auth(target)
     server = proxy(target, headers=headers or None, auth=auth, timeout=args.timeout,
-                   mode=args.mode, name=args.name)
+                   mode=args.mode, name=args.name, max_connections=args.max_connections)
     try:
         if args.http:
             server.run("http", host=args.host or "127.0.0.1",
