@@ -361,6 +361,10 @@ def test_invalid_options_are_value_errors() -> None:
         proxy(["x"], mode="sideways")
     with pytest.raises(ValueError, match="max_connections"):
         proxy(["x"], max_connections=0)
+    from mcpkit.server import RequestLog
+
+    with pytest.raises(ValueError, match="does not run middleware"):
+        proxy(["x"], middleware=[RequestLog()])
     assert isinstance(proxy(["x"]), ProxyServer)
 
 

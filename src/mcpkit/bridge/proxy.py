@@ -95,6 +95,12 @@ class ProxyServer(Server):
         #: Tool name -> its ``x-mcp-header`` declarations, from the remote's listings.
         self._tool_headers: dict[str, dict[str, str]] = {}
 
+    def add_middleware(self, middleware: Any) -> None:
+        """Not supported yet: the proxy answers every request by forwarding it, outside
+        the middleware chain (``ValueError``, rather than middleware silently unused)."""
+        raise ValueError("a ProxyServer does not run middleware yet (nor otel=): put it "
+                         "on the remote server, or mount the proxy in a Server that has it")
+
     # ------------------------------------------------------------------ what it is
 
     def capabilities(self) -> JSONObject:

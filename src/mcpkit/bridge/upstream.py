@@ -131,10 +131,12 @@ class RelayClient(Client):
         return await self.stateless.forward(self.session, method, params,
                                             timeout=self.timeout, on_progress=on_progress)
 
-    def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+    def _answer(self, session: Session, event: RequestReceived) -> HandlerResult:
+        # (Client's answer to a server->client request; the handlers' checks and
+        # rewrites are the proxy's client's to make, so the request goes on raw)
         if event.method in RELAYED and "task" not in event.params:
             return self.relay(event.method, event.params)  # type: ignore[return-value]
-        return super()._on_request(session, event)
+        return super()._answer(session, event)
 
 
 async def _unused(params: JSONObject) -> JSONObject:  # pragma: no cover - never called

@@ -47,9 +47,9 @@ from ..protocol.methods import LOG_LEVELS, has_capability
 from ..protocol.stateless import SERVER_INFO
 from ..protocol.tasks import client_accepts
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
-from ..session import ByteStream, HandlerResult, ProgressCallback, Session
+from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
 from . import types as t
-from .connect import is_url, open_stream, process_exit
+from .connect import client_telemetry, is_url, open_stream, process_exit
 from .handlers import ElicitationHandler, Handlers, RootsType, SamplingHandler
 from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, routable
@@ -85,7 +85,8 @@ class Client:
     seconds between keep-alive pings; an unanswered ping closes the connection.
     ``tasks`` (docs/tasks.md): accept tasks from the server (the 2026-07-28 extension is
     declared) and run the server's task-augmented sampling / elicitation (2025-11-25);
-    ``task_timeout``: how long, by default, a task is waited for.
+    ``task_timeout``: how long, by default, a task is waited for. ``telemetry``: trace
+    requests with OpenTelemetry (True, or a ``session.Telemetry``; docs/middleware.md).
 
     Entering raises ``ServerUnreachable`` (nothing answered: no listener, the process
     exited) or ``HandshakeError`` (the server refused or did not answer). Every request
@@ -119,6 +120,7 @@ class Client:
         http_client: httpx.AsyncClient | None = None,
         tasks: bool = True,
         task_timeout: float = 600.0,
+        telemetry: bool | Telemetry = False,
     ) -> None:
         self.target = target
         self.info: JSONObject = {"name": name, "version": version}
@@ -150,6 +152,9 @@ class Client:
         self.instructions: str | None = None
         self.stream: ByteStream | None = None  # a Server object's or a command's
         self.http_transport: HttpClientTransport | None = None  # a URL's
+        self.telemetry = client_telemetry(telemetry, target)
+        self._on_request = self._answer if self.telemetry is None else functools.partial(
+            self.telemetry.answering, answer=self._answer)  # server -> client requests
 
     @property
     def stateless_version(self) -> str | None:
@@ -228,6 +233,7 @@ class Client:
         conn = Connection(Role.CLIENT, info=self.info, capabilities=self.capabilities(),
                           versions=self._versions)
         session = self._session = await self._open_session(stack, tg, conn)
+        session.telemetry = self.telemetry
         mode = self.mode
         if mode == "auto" and self._offer is not None:
             mode = "stateless" if self._offer in STATELESS_VERSIONS else "stateful"
@@ -314,7 +320,7 @@ class Client:
 
     # ------------------------------------------------------------------ server -> client
 
-    def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+    def _answer(self, session: Session, event: RequestReceived) -> HandlerResult:
         method, params = event.method, event.params
         hosted = self._task_host.answer(session, method, params)
         if hosted is not None:

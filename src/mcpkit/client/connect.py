@@ -13,7 +13,7 @@ from typing import Any
 
 import anyio
 
-from ..session import ByteStream
+from ..session import ByteStream, Telemetry
 from ..transports.memory import memory_pair
 from ..transports.process import ProcessStream
 
@@ -21,6 +21,19 @@ from ..transports.process import ProcessStream
 def is_url(target: Any) -> bool:
     """Whether ``target`` names a Streamable HTTP endpoint."""
     return isinstance(target, str) and target.startswith(("http://", "https://"))
+
+
+def client_telemetry(telemetry: bool | Telemetry, target: Any) -> Telemetry | None:
+    """A client's ``Telemetry``: the one given, a new one for True (its
+    ``network.transport``: ``tcp`` for a URL, ``pipe`` for a command, none in memory),
+    None for False."""
+    if not isinstance(telemetry, bool):
+        return telemetry
+    if not telemetry:
+        return None
+    transport = "tcp" if is_url(target) else (
+        "pipe" if isinstance(target, str | list | tuple) else None)
+    return Telemetry(transport=transport)
 
 
 async def open_stream(target: Any, tg: anyio.abc.TaskGroup, *, env: dict[str, str] | None,
