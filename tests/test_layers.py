@@ -7,7 +7,8 @@ Floors, lowest first::
     3  mcpkit.session
     4  mcpkit.transports   mcpkit.auth
     5  mcpkit.server       mcpkit.client       mcpkit.check
-    6  mcpkit.cli
+    6  mcpkit.bridge       mcpkit.testing
+    7  mcpkit.cli
 
 A module may import from its own component (``mcpkit.server.*`` from ``mcpkit.server``)
 or from a lower floor. It may not import upwards, and components that share a floor never
@@ -47,9 +48,10 @@ FLOORS: dict[str, int] = {
     "server": 5,
     "client": 5,
     "check": 5,
-    "cli": 6,
+    "bridge": 6,  # mcpkit.bridge: a Server whose requests a Client forwards (the proxy)
     "testing": 6,  # mcpkit.testing: a Client on a Server in memory, wire checked
-    "__main__": 7,  # python -m mcpkit: the entry point, above the CLI
+    "cli": 7,
+    "__main__": 8,  # python -m mcpkit: the entry point, above the CLI
 }
 """Top-level component of ``mcpkit`` -> floor."""
 

@@ -46,6 +46,18 @@ from .server import (
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name: str) -> object:
+    """``mcpkit.proxy``: ``mcpkit.bridge.proxy``, imported on first use (the client
+    stack it needs stays unloaded by ``import mcpkit``; not in ``__all__`` for that
+    reason)."""
+    if name == "proxy":
+        from .bridge import proxy
+
+        return proxy
+    raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
+
+
 __all__ = [
     "LATEST_STATEFUL",
     "STATEFUL_VERSIONS",

@@ -13,6 +13,8 @@
     mcpkit check TARGET [--era stateful|stateless|both] [--format ...] [--fail-on ...] ...
     mcpkit login URL [--scope S ...] [--client-id ID [--client-secret S]] [--port N]
     mcpkit logout URL
+    mcpkit proxy --stdio "COMMAND" --http [--port N]  serve a stdio server over HTTP
+    mcpkit proxy URL [--token T]                   serve an HTTP server on stdio
     mcpkit completion bash|zsh|fish                a shell completion script
     mcpkit --version
 
@@ -35,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import calls, checking, completion, dev, install, login
+from . import calls, checking, completion, dev, install, login, proxying
 from .calls import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .loading import LoadError, load_server
 
@@ -251,6 +253,7 @@ def _parser() -> argparse.ArgumentParser:
     checking.add_args(chk)
     chk.add_argument("rest", nargs="*", metavar="URL")
     login.add_parsers(sub)
+    proxying.add_parser(sub, _auth_args)
     install.add_parser(sub)
     dev.add_parser(sub)
     completion.add_parser(sub)
@@ -318,6 +321,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "completion":
             sys.stdout.write(completion.script(args.shell, _parser()))
             return EXIT_OK
+        if args.command == "proxy":
+            return proxying.run(args, calls.target, calls.http_headers, UsageError)
         if args.command == "install":
             try:
                 return install.install(args, _load_server_or_usage)

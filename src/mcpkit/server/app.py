@@ -361,6 +361,12 @@ class Server:
         conn.cache_scope = self.cache_scope
         return conn
 
+    def param_headers(self, name: str) -> dict[str, str]:
+        """``{parameter: header}``: the ``x-mcp-header`` declarations of tool ``name``,
+        which the HTTP transport checks a 2026-07-28 call's ``Mcp-Param-*`` headers
+        against (none for an unknown tool)."""
+        return self._registry.param_headers(name)
+
     @property
     def state_key(self) -> bytes:
         """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, the
@@ -537,7 +543,7 @@ class Server:
             config=config,
             on_session=self._peers.track,
             lifespan=lifespan,
-            param_headers=self._registry.param_headers,
+            param_headers=self.param_headers,
             call_guard=guard,
         )
         if sharing is not None and app.shared is not None:

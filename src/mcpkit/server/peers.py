@@ -109,15 +109,17 @@ class Peers:
             return
         self.heard_list_changed(method)
 
-    def heard_list_changed(self, method: str) -> None:
+    def heard_list_changed(self, method: str, *, sessions: bool = True) -> None:
         """Deliver a ``list_changed`` (announced, or made here) to what this instance
-        holds."""
+        holds (``sessions=False``: to its watchers and listen streams only)."""
         for watcher in self.list_watchers:
             watcher(method)
         flag = LISTEN_FLAGS.get(method)
         for (session, rid), honoured in list(self.listening.items()):
             if flag is not None and honoured.get(flag):
                 session.notify(method, {"_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+        if not sessions:
+            return
         reaches = self.reaches
         for session in list(self._live):
             if reaches is None or reaches(session):

@@ -1,0 +1,14 @@
+"""Proxy and bridge: serve a remote MCP server through mcpkit (docs/proxy.md).
+
+- ``proxy``: ``ProxyServer`` and ``proxy()``: the remote's description, which
+  connection serves which request, reconnection;
+- ``forward``: each request forwarded and its answer brought back; the remote's requests
+  and notifications relayed;
+- ``upstream``: the upstream ``Client`` (built in one place) and a ``Link`` keeping it
+  connected.
+"""
+
+from .proxy import ProxyServer, proxy
+from .upstream import Upstream
+
+__all__ = ["ProxyServer", "Upstream", "proxy"]
