@@ -1,4 +1,11 @@
-"""mcpkit: a complete, fast Model Context Protocol implementation for Python."""
+"""mcpkit: a complete, fast Model Context Protocol implementation for Python.
+
+``Client`` and its transports (``Stdio``, ``Http``) are attributes of the package too,
+loaded on first use (``__getattr__``): a server never imports the client (pydantic,
+the validators).
+"""
+
+from typing import TYPE_CHECKING, Any
 
 from .protocol.errors import (
     CapabilityNotSupported,
@@ -44,13 +51,21 @@ from .server import (
     Tool,
 )
 
+if TYPE_CHECKING:
+    from .client import Client, Http, Stdio
+
 __version__ = "0.1.0"
+LAZY = ("Client", "Http", "Stdio")
+"""Names of ``mcpkit.client`` that ``mcpkit`` offers without importing it up front."""
 
 __all__ = [
     "LATEST_STATEFUL",
     "STATEFUL_VERSIONS",
     "Audio",
     "AuditLog",
+    "Client",
+    "Http",
+    "Stdio",
     "AuditRecord",
     "BucketStore",
     "CapabilityNotSupported",
@@ -91,7 +106,21 @@ __all__ = [
 ]
 
 for _name in __all__:
+    if _name in LAZY:
+        continue
     _obj = globals()[_name]
     if hasattr(_obj, "__module__") and isinstance(_obj, type):
         _obj.__module__ = "mcpkit"
 del _name, _obj
+
+
+def __getattr__(name: str) -> Any:
+    """``mcpkit.Client`` (and ``Http``, ``Stdio``): imported from ``mcpkit.client`` when
+    first asked for, so ``import mcpkit`` stays light for a server."""
+    if name in LAZY:
+        from . import client
+
+        value = getattr(client, name)
+        globals()[name] = value  # the next access is a plain attribute
+        return value
+    raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")

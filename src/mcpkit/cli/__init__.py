@@ -219,7 +219,7 @@ def _http_refusal(exc: BaseException, sent_token: bool, url: str = "URL",
 
 
 async def _client_command(args: argparse.Namespace) -> int:
-    from ..client import Client, ServerUnreachable
+    from ..client import Client, Http, ServerUnreachable, Stdio
     from ..protocol.errors import MCPError, RemoteError
 
     target, rest = _target(args, list(args.rest))
@@ -237,8 +237,9 @@ async def _client_command(args: argparse.Namespace) -> int:
         # outlive this process's session; a 2025-11-25 task is bound to the session)
         tasks_too = (args.command == "tasks" or getattr(args, "task", False)
                      ) and not isinstance(target, list)
-        async with Client(target, timeout=args.timeout, stderr=stderr,
-                          headers=headers or None, auth=auth,
+        transport = Stdio(target, stderr=stderr) if isinstance(target, list) else Http(
+            target, headers=headers or None, auth=auth)
+        async with Client(transport, timeout=args.timeout,
                           mode="auto" if tasks_too else "stateful") as client:
             return await _dispatch(client, args, rest, style)
     except RemoteError as exc:
