@@ -211,7 +211,7 @@ async def test_stdio_transport_runs_the_command_with_its_env_and_cwd(
         "@server.tool\ndef where() -> dict[str, str]:\n"
         "    return {'cwd': os.getcwd(), 'flag': os.environ.get('WHERE_FLAG', '')}\n"
         "server.run()\n")
-    target = Stdio([sys.executable, str(script)], env={"WHERE_FLAG": "on"}, cwd=tmp_path,
+    target = Stdio([sys.executable, script], env={"WHERE_FLAG": "on"}, cwd=tmp_path,
                    stderr=subprocess.DEVNULL)
     client = TappedClient(target, mode=mode, protocol_version=version, timeout=LIMIT)
     with anyio.fail_after(LIMIT):

@@ -55,7 +55,7 @@ if TYPE_CHECKING:
     from .client import Client, Http, Stdio
 
 __version__ = "0.1.0"
-LAZY = ("Client", "Http", "Stdio")
+_LAZY = ("Client", "Http", "Stdio")
 """Names of ``mcpkit.client`` that ``mcpkit`` offers without importing it up front."""
 
 __all__ = [
@@ -106,7 +106,7 @@ __all__ = [
 ]
 
 for _name in __all__:
-    if _name in LAZY:
+    if _name in _LAZY:
         continue
     _obj = globals()[_name]
     if hasattr(_obj, "__module__") and isinstance(_obj, type):
@@ -117,7 +117,7 @@ del _name, _obj
 def __getattr__(name: str) -> Any:
     """``mcpkit.Client`` (and ``Http``, ``Stdio``): imported from ``mcpkit.client`` when
     first asked for, so ``import mcpkit`` stays light for a server."""
-    if name in LAZY:
+    if name in _LAZY:
         from . import client
 
         value = getattr(client, name)

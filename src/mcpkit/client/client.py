@@ -1,8 +1,9 @@
 """``Client``: talk to any MCP server: in-process, a stdio command, or Streamable HTTP.
 
-    async with Client(["python", "server.py"]) as client:
+    async with Client(Stdio("python server.py")) as client:   # or Http(url), a Server
         tools = await client.list_tools()
-        result = await client.call_tool("add", {"a": 1, "b": 2})
+        result = await client.call_tool("add", {"a": 1, "b": 2}, result_type=int)
+        print(result.data)
 
 The client offers the newest revision it speaks, accepts an older stateful one, and
 refuses (``HandshakeError``) a revision it does not know; with ``mode="stateless"`` (or

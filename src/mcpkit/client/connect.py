@@ -76,19 +76,21 @@ class Stdio:
 
     __slots__ = ("command", "cwd", "env", "stderr")
 
-    def __init__(self, command: str | Sequence[str], *, env: Mapping[str, str] | None = None,
+    def __init__(self, command: str | Sequence[str | os.PathLike[str]], *,
+                 env: Mapping[str, str] | None = None,
                  cwd: str | os.PathLike[str] | None = None,
                  stderr: IO[Any] | int | None = None, **others: Never) -> None:
         if others:
             raise misplaced("Stdio", others)
         if isinstance(command, str):
             command = shlex.split(command)
-        elif not isinstance(command, Sequence) or not all(isinstance(a, str) for a in command):
-            raise TypeError("Stdio takes a command: a list of strings or one shell-style "
-                            f"string, not {type(command).__name__}")
+        elif not isinstance(command, Sequence) or not all(
+                isinstance(a, str | os.PathLike) for a in command):
+            raise TypeError("Stdio takes a command: a list of strings (or paths) or one "
+                            f"shell-style string, not {command!r:.80}")
         if not command:
             raise ValueError("Stdio needs a command to start: it is empty")
-        self.command: list[str] = list(command)
+        self.command: list[str] = [os.fspath(a) for a in command]
         self.env = dict(env) if env is not None else None
         self.cwd = os.fspath(cwd) if cwd is not None else None
         self.stderr = stderr
