@@ -258,6 +258,8 @@ async def test_data_is_read_as_the_requested_type(era: tuple[str, str]) -> None:
         assert count.data == 7 and count.structured_content == {"result": 7}
         scores = await client.call_tool("scores", result_type=list[float])  # type: ignore[arg-type]
         assert scores.data == [0.5, 1.5]
+        assert (await client.call_tool("point", result_type=Any)).data == {"x": 1, "y": 1}  # type: ignore[arg-type]
+        assert (await client.call_tool("point", result_type=dict)).data == {"x": 1, "y": 1}
         # without a type: the structuredContent as is; none for a text-only tool
         assert (await client.call_tool("point")).data == {"x": 1, "y": 1}
         assert (await client.call_tool("count")).data == {"result": 7}

@@ -206,7 +206,8 @@ def _reader(result_type: Any) -> tuple[TypeAdapter[Any], bool]:
         raise TypeError(f"result_type {_type_name(result_type)} cannot be read: {exc}"
                         ) from None
     try:
-        wrapped = adapter.json_schema().get("type") != "object"
+        schema = adapter.json_schema()
+        wrapped = bool(schema) and schema.get("type") != "object"  # {}: Any, as is
     except Exception:  # no JSON Schema for this type (pydantic's errors vary): as is
         wrapped = False
     return adapter, wrapped
