@@ -380,3 +380,46 @@ async def test_a_malformed_annotation_is_an_invalid_result() -> None:
         with pytest.raises(InvalidResult, match=r"tools/list is malformed: "
                            r"annotations\.readOnlyHint: Input should be a valid boolean"):
             await client.list_tools()
+
+
+# ---------------------------------------------------------------------- for type checkers
+
+USER_CODE = '''
+from typing import Any, assert_type
+
+from pydantic import BaseModel
+
+from mcpkit import Client, Http, Server, Stdio
+from mcpkit.client import types as t
+
+
+class Point(BaseModel):
+    x: int
+
+
+async def main(server: Server) -> None:
+    async with Client(server) as client:
+        point = await client.call_tool("p", result_type=Point)
+        assert_type(point, t.CallToolResult[Point])
+        assert_type(point.data.x, int)
+        assert_type((await client.call_tool("n", result_type=int)).data, int)
+        assert_type(await client.call_tool("n"), t.CallToolResult[Any])
+        point.data.y  # refused
+    Client(Http("https://h/mcp", headers={"a": "b"}), timeout=3)
+    Client(Stdio("python s.py", env={"A": "1"}, cwd="/"))
+    Client("https://h/mcp", headers={"a": "b"})  # refused
+    Client(server, env={"A": "1"})  # refused
+    Stdio("python s.py", headers={"a": "b"})  # refused
+    Http("https://h/mcp", cwd="/")  # refused
+'''
+
+
+def test_mypy_sees_typed_data_and_refuses_misplaced_options(tmp_path: Path) -> None:
+    from mypy import api
+
+    (tmp_path / "user.py").write_text(USER_CODE)
+    out, err, _ = api.run(["--strict", "--python-version", "3.11", "--config-file", "",
+                           "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user.py")])
+    refused = [n for n, line in enumerate(USER_CODE.splitlines(), 1) if "# refused" in line]
+    errors = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
+    assert errors == refused, out + err
