@@ -411,6 +411,7 @@ async def main(server: Server) -> None:
     Client(server, env={"A": "1"})  # refused
     Stdio("python s.py", headers={"a": "b"})  # refused
     Http("https://h/mcp", cwd="/")  # refused
+    Client(server, mode="statefull")  # refused
 '''
 
 

@@ -124,7 +124,7 @@ class Client:
         on_notification: NotificationHandler | None = None,
         timeout: float = 30.0,
         ping_interval: float | None = None,
-        mode: str = "stateful",
+        mode: Literal["stateful", "stateless", "auto"] = "stateful",
         protocol_version: str | None = None,
         versions: Sequence[str] = STATEFUL_VERSIONS,
         tasks: bool = True,
