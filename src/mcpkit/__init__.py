@@ -5,7 +5,7 @@ loaded on first use (``__getattr__``): a server never imports the client (pydant
 the validators).
 """
 
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from .protocol.errors import (
     CapabilityNotSupported,
@@ -51,7 +51,7 @@ from .server import (
     Tool,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .client import Client, Http, Stdio
 
 __version__ = "0.1.0"
@@ -114,13 +114,14 @@ for _name in __all__:
 del _name, _obj
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     """``mcpkit.Client`` (and ``Http``, ``Stdio``): imported from ``mcpkit.client`` when
     first asked for, so ``import mcpkit`` stays light for a server."""
     if name in _LAZY:
         from . import client
 
         value = getattr(client, name)
+        value.__module__ = "mcpkit"  # as every class of the public surface shows itself
         globals()[name] = value  # the next access is a plain attribute
         return value
     raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
