@@ -306,34 +306,6 @@ async def test_the_refusal_is_valid_in_every_revision(version: str) -> None:
     assert refused["_meta"][RETRY_META] == pytest.approx(86400.0)
 
 
-@pytest.mark.parametrize("anyio_backend", ["asyncio"])  # counts asyncio tasks
-async def test_a_tool_that_never_waits_is_still_answered_without_a_task() -> None:
-    import asyncio
-
-    loop = asyncio.get_running_loop()
-    created: list[str] = []
-    original = loop.get_task_factory()
-
-    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
-        created.append(getattr(coro, "__qualname__", repr(coro)))
-        if original is not None:
-            return original(loop, coro, **kw)
-        return asyncio.Task(coro, loop=loop, **kw)
-
-    records: list[Any] = []
-    server = make_server(FakeClock(), rate_limit="3/minute", audit=records.append)
-    with anyio.fail_after(LIMIT):
-        async with Client(server) as client:
-            loop.set_task_factory(counting)
-            try:
-                for _ in range(4):
-                    await call(client, "ping")
-            finally:
-                loop.set_task_factory(original)
-    assert [n for n in created if "_run_handler" in n] == [], created
-    assert [r.outcome for r in records] == ["ok", "ok", "ok", "rate_limited"]
-
-
 def test_nothing_configured_leaves_the_plain_path() -> None:
     async def ping() -> str:
         return "pong"
@@ -341,10 +313,16 @@ def test_nothing_configured_leaves_the_plain_path() -> None:
     plain = Server("plain", tools=[ping])
     plain.add_tool(lambda: "x", name="exempt", rate_limit=None)
     methods = plain._methods
-    assert methods._watch is None and methods._table["tools/call"] == methods._tools_call
+    assert methods._plain is None and methods._table["tools/call"] == methods._tools_call
     for options in ({"rate_limit": "1/second"}, {"audit": print}):
         watched = Server("watched", tools=[ping], **options)._methods
-        assert watched._table["tools/call"] == watched._watched_tools_call
+        assert watched._plain is not None
+        assert watched._table["tools/call"] != watched._tools_call
+        # only tools/call is watched: every other method keeps its plain handler
+        assert watched._table["tools/list"] == watched._tools_list
+    late = Server("late", tools=[ping])
+    late.add_tool(lambda: "y", name="own", rate_limit="1/second")
+    assert late._methods._table["tools/call"] != late._methods._tools_call
 
 
 class SlowStore:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 HEAVY = ("uvicorn", "starlette", "httpx", "pydantic", "jsonschema_rs", "fastjsonschema",
          "mcpkit.check", "mcpkit.client", "mcpkit.transports.http_server", "hmac", "secrets",
-         "anyio.from_thread", "mcpkit.auth")
+         "anyio.from_thread", "mcpkit.auth", "opentelemetry")
 
 SERVER = '''
 import atexit, json, sys

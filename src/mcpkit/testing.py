@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.abc
 import orjson
 
-from .check.schemas import REVISIONS, known_method, validate_message
+from .check.schemas import REVISIONS, known_method, validate_definition, validate_message
 from .client import Client, Servable
 from .client.connect import Target
 
@@ -97,13 +97,23 @@ class Wire:
         if isinstance(method, str):
             request = "id" in msg
             if request:
-                asked[(sender, msg["id"])] = method
+                params = msg.get("params")
+                augmented = isinstance(params, dict) and isinstance(params.get("task"), dict)
+                # A 2025-11-25 task-augmented request may be answered with a task instead.
+                asked[(sender, msg["id"])] = f"{method}+task" if augmented else method
             if not known_method(revision, method, request=request):
                 kind = "request" if request else "notification"
                 return [f"{kind} {method!r} does not exist in revision {revision}"]
             answered = None
         else:
             answered = asked.pop((peer, msg.get("id")), None)
+            if answered is not None and answered.endswith("+task"):
+                answered = answered[:-5]
+                result = msg.get("result")
+                if isinstance(result, dict) and isinstance(result.get("task"), dict):
+                    problems = validate_message(revision, msg, None) + validate_definition(
+                        revision, "CreateTaskResult", result)
+                    return [f"{p} (in {orjson.dumps(msg).decode()[:300]})" for p in problems]
         problems = validate_message(revision, msg, answered)
         return [f"{p} (in {orjson.dumps(msg).decode()[:300]})" for p in problems]
 

@@ -43,15 +43,15 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
-from ..protocol.stateless import SERVER_INFO
 from ..protocol.tasks import client_accepts
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
-from ..session import ByteStream, HandlerResult, ProgressCallback, Session
+from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
 from . import types as t
 from .connect import (
     Http,
     Target,
     Transport,
+    client_telemetry,
     keep_alive,
     open_stream,
     process_exit,
@@ -67,7 +67,7 @@ from .handlers import (
 )
 from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, read_data, routable
-from .stateless import Stateless
+from .stateless import Stateless, described
 from .task_host import TaskHost
 from .tasks import (
     TaskHandle,
@@ -102,6 +102,8 @@ class Client:
     (2025-11-25); ``task_timeout``: how long, by default, a task is waited for.
     ``raise_on_error``: ``call_tool`` raises ``ToolError`` for a result with
     ``is_error`` (each call may say otherwise).
+    ``telemetry``: trace requests with OpenTelemetry (True, or a ``session.Telemetry``;
+    docs/middleware.md).
 
     Entering raises ``ServerUnreachable`` (nothing answered: no listener, the process
     exited) or ``HandshakeError`` (the server refused or did not answer). Every request
@@ -129,6 +131,7 @@ class Client:
         versions: Sequence[str] = STATEFUL_VERSIONS,
         tasks: bool = True,
         task_timeout: float = 600.0,
+        telemetry: bool | Telemetry = False,
         raise_on_error: bool = False,
         **transport_options: Never,
     ) -> None:
@@ -160,6 +163,9 @@ class Client:
         self.instructions: str | None = None
         self.stream: ByteStream | None = None  # a Server object's or a command's
         self.http_transport: HttpClientTransport | None = None  # a URL's
+        self.telemetry = client_telemetry(telemetry, self.transport)
+        self._on_request = self._answer if self.telemetry is None else functools.partial(
+            self.telemetry.answering, answer=self._answer)  # server -> client requests
 
     @property
     def stateless_version(self) -> str | None:
@@ -239,6 +245,7 @@ class Client:
         conn = Connection(Role.CLIENT, info=self.info, capabilities=self.capabilities(),
                           versions=self._versions)
         session = self._session = await self._open_session(stack, tg, conn)
+        session.telemetry = self.telemetry
         mode = self.mode
         if mode == "auto" and self._offer is not None:
             mode = "stateless" if self._offer in STATELESS_VERSIONS else "stateful"
@@ -278,14 +285,8 @@ class Client:
                                             required=required)
         if res is None:
             return False
-        caps = res.get("capabilities")
-        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        self.server_capabilities, self.server_info, self.instructions = described(res)
         session.conn.peer_capabilities = self.server_capabilities
-        meta = res.get("_meta")
-        info = meta.get(SERVER_INFO) if isinstance(meta, dict) else None
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = res.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
         return True
 
     @property
@@ -306,7 +307,7 @@ class Client:
 
     # ------------------------------------------------------------------ server -> client
 
-    def _on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+    def _answer(self, session: Session, event: RequestReceived) -> HandlerResult:
         method, params = event.method, event.params
         hosted = self._task_host.answer(session, method, params)
         if hosted is not None:

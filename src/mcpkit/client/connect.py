@@ -25,7 +25,7 @@ from typing import IO, TYPE_CHECKING, Any, Never, Protocol, runtime_checkable
 import anyio
 
 from ..protocol.errors import ConnectionClosed, MCPError, RequestTimeout
-from ..session import ByteStream
+from ..session import ByteStream, Telemetry
 from ..transports.memory import memory_pair
 from ..transports.process import ProcessStream
 
@@ -153,6 +153,19 @@ def transport_for(target: Target, options: Mapping[str, Any] | None = None) -> T
         return Stdio(target)
     raise TypeError(f"Client cannot talk to a {type(target).__name__}: give it a Server, "
                     "Stdio(command), Http(url), a URL or a command")
+
+
+def client_telemetry(telemetry: bool | Telemetry, transport: Transport) -> Telemetry | None:
+    """A client's ``Telemetry``: the one given, a new one for True (its
+    ``network.transport``: ``tcp`` for ``Http``, ``pipe`` for ``Stdio``, none in memory),
+    None for False."""
+    if not isinstance(telemetry, bool):
+        return telemetry
+    if not telemetry:
+        return None
+    kind = "tcp" if isinstance(transport, Http) else (
+        "pipe" if isinstance(transport, Stdio) else None)
+    return Telemetry(transport=kind)
 
 
 async def open_stream(transport: Stdio | Servable, tg: anyio.abc.TaskGroup) -> ByteStream:

@@ -4,7 +4,8 @@ The declarative API is primary (``Server(tools=[fn, ...])``, ``server.add_tool(f
 ``@server.tool`` and friends are thin shims over it. What a server offers lives in
 ``registry.py``; the answers to MCP requests in ``methods.py``; who is told about changes
 in ``peers.py``; 2026-07-28 input requests in ``mrtr.py``; the lifespan and stream serving
-in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``.
+in ``serving.py``; ``run("http")``'s uvicorn in ``running.py``; another server served
+inside this one (``mount``) in ``mount.py``.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from .audit import AuditHook
 from .context import Context
 from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
 from .methods import Methods
+from .middleware import Middleware
 from .mrtr import StateSeal
 from .peers import Peers
 from .prompts import Prompt
@@ -70,6 +72,11 @@ class Server:
     ``task_store``: where task records live (``MemoryTaskStore`` by default;
     ``SQLiteTaskStore`` keeps finished results across restarts); ``max_tasks``: the tasks
     one owner (principal, else session) may have running at once. See docs/tasks.md.
+
+    ``middleware``: ``Middleware`` around every request and notification the handlers
+    answer, the first outermost (see ``add_middleware`` and docs/middleware.md).
+    ``telemetry``: trace and measure every request with OpenTelemetry (an
+    ``OpenTelemetry()`` middleware put first; needs the ``mcpkit[otel]`` extra).
     """
 
     def __init__(
@@ -98,6 +105,8 @@ class Server:
         audit_arguments: bool = False,
         task_store: TaskStore | None = None,
         max_tasks: int = 256,
+        middleware: Iterable[Middleware] = (),
+        telemetry: bool = False,
     ) -> None:
         info: JSON = {"name": name, "version": version}
         if title:
@@ -138,11 +147,21 @@ class Server:
         default = as_limit(rate_limit, "Server(rate_limit=...)")
         self._own_buckets = rate_limit_store is None  # asgi_app(store=...) may share them
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
-        self._watch = CallWatch(Limiter(default, store), audit, audit_arguments)
-        if default is not None or audit is not None:
-            self._methods.watch_calls(self._watch)
+        #: The servers mounted in this one, by prefix (``mount``).
+        self.mounts: dict[str, Server] = {}
+        self._watch = CallWatch(self._registry.tools, Limiter(default, store), audit,
+                                audit_arguments)
+        self._middleware: list[Middleware] = []
+        self._chained = False  # whether the handler table holds a middleware chain
+        if telemetry:
+            from .telemetry import OpenTelemetry
+
+            self.add_middleware(OpenTelemetry())
+        for mw in middleware:
+            self.add_middleware(mw)
         for t in tools:
             self.add_tool(t)
+        self._compose()
         for r in resources:
             self._registry.add_readable(r)
         for p in prompts:
@@ -182,7 +201,7 @@ class Server:
         """
         tool = self._registry.add_tool(fn, **options)
         if isinstance(tool.rate_limit, RateLimit):
-            self._methods.watch_calls(self._watch)
+            self._compose()  # the rate limits may be needed from now on
         return tool
 
     def remove_tool(self, name: str) -> None:
@@ -264,6 +283,52 @@ class Server:
         """Decorator form of ``add_completion``."""
         return decorator(lambda f: self.add_completion(
             argument=argument, fn=f, prompt=prompt, resource_template=resource_template))
+
+    def mount(self, prefix: str, server: Server) -> None:
+        """Serve ``server``'s tools, prompts, resources, templates and completions as this
+        server's own: tool and prompt ``x`` as ``<prefix>_x``, resource ``file:///a`` as
+        ``<prefix lowercased>+file:///a`` (templates likewise). ``prefix``: 1-64 of
+        ``A-Z a-z 0-9 . -``, starting with a letter.
+
+        Calls run ``server``'s functions in this process on this server's requests
+        (``ctx.server`` is ``server``); what it adds or removes later is served or
+        withdrawn at once, with this server's ``list_changed``; its resource updates
+        reach this server's subscribers. Its lifespan runs inside this one's; its
+        instructions are appended to this one's. A name that collides with one already
+        here is a ``ValueError`` (now, or at the ``add_*`` on ``server`` that would
+        collide later), as is a prefix already used or a mount that would contain
+        itself. See docs/composition.md.
+        """
+        from .mount import mount
+
+        mount(self, prefix, server)
+
+    # ------------------------------------------------------------------ middleware
+
+    def add_middleware(self, middleware: Middleware) -> None:
+        """Add ``middleware`` inside those added before (the first is the outermost; see
+        ``mcpkit.server.middleware`` and docs/middleware.md). It applies to every
+        session from its next request on. Not a ``Middleware``: ``TypeError``."""
+        if not isinstance(middleware, Middleware):
+            raise TypeError(f"expected a mcpkit.server.middleware.Middleware, got "
+                            f"{middleware!r}")
+        middleware.setup(self)
+        self._middleware.append(middleware)
+        self._compose()
+
+    @property
+    def middleware(self) -> tuple[Middleware, ...]:
+        """The middleware added, outermost first (the rate limits and audit log, when
+        configured, run inside them all)."""
+        return tuple(self._middleware)
+
+    def _compose(self) -> None:
+        """Build the chains once, now: the handler table is left as it is while there is
+        no middleware at all (the plain dispatch path)."""
+        chain = [*self._middleware, self._watch] if self._watch.needed else self._middleware
+        if chain or self._chained:
+            self._methods.use_middleware(chain)
+            self._chained = bool(chain)
 
     # ------------------------------------------------------------------ notifications
 

@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any, Final, Protocol
 from ..protocol.record import Record
 
 if TYPE_CHECKING:
-    from ..session import Session
+    from ..session.interfaces import Principal
 
 JSON = dict[str, Any]
 
@@ -206,14 +206,13 @@ class Limiter:
         return self.store.take(key, 1.0, limit.rate, float(limit.burst))
 
 
-def caller_key(session: Session) -> str:
+def caller_key(principal: Principal | None, peer: str | None) -> str:
     """Whom a call counts against (see the module docstring): ``id:<identity>``,
-    ``ip:<address>`` or ``local``."""
-    principal = session.principal
+    ``ip:<address>`` or ``local``, from the request's ``principal`` and ``peer``."""
     if principal is not None:
         return "id:" + principal.identity
-    if session.peer is not None:
-        return "ip:" + session.peer
+    if peer is not None:
+        return "ip:" + peer
     return "local"
 
 

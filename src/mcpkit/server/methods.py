@@ -9,7 +9,8 @@ protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine
+import inspect
+from collections.abc import Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import NotificationReceived, RequestReceived
@@ -17,6 +18,15 @@ from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.versions import LATEST_STATEFUL
 from ..session import HandlerResult, Session
 from .context import Context
+from .middleware import (
+    Middleware,
+    NotifyNext,
+    Request,
+    compose,
+    compose_notifications,
+    entry,
+    terminal_of,
+)
 from .mrtr import StateSeal
 from .peers import LISTEN_FLAGS, Peers
 from .registry import Completer, Registry
@@ -24,8 +34,6 @@ from .resources import Resource, ResourceTemplate, check_uri
 from .task_calls import TaskCalls
 from .task_methods import TaskMethods
 from .task_runs import TaskManager
-from .tools import Tool
-from .watch import Call, CallWatch
 
 if TYPE_CHECKING:
     from .app import Server
@@ -43,7 +51,8 @@ class Methods:
         self._registry = registry
         self._peers = peers
         self._seal = seal
-        self._watch: CallWatch | None = None  # set by watch_calls
+        self._plain: dict[str, Handler] | None = None  # the table before middleware
+        self._notify_chain: NotifyNext | None = None
         self._table: dict[str, Handler] = {
             "tools/list": self._tools_list,
             "tools/call": self._tools_call,
@@ -71,14 +80,29 @@ class Methods:
         return handler(session, event)
 
     def on_notification(self, session: Session, event: NotificationReceived) -> Any:
-        """The session's notification handler: ``roots/list_changed`` calls the server's
-        ``on_roots_changed``; the rest need nothing from the server."""
+        """The session's notification handler: the middleware chain when one hooks
+        notifications, else ``_notified``."""
+        if self._notify_chain is not None:
+            return self._notify_chain(Request(self._server, session, event))
+        return self._notified(session, event)
+
+    def _notified(self, session: Session, event: NotificationReceived) -> Any:
+        """``roots/list_changed`` calls the server's ``on_roots_changed``; the rest need
+        nothing from the server."""
         callback = self._server.on_roots_changed
         if event.method == "notifications/roots/list_changed" and callback:
             # Not a request: no id, so what the callback sends belongs to no client
             # request (over HTTP it goes on the GET stream).
             return callback(Context(self._server, session, None, event.method, None))
         return None
+
+    async def _plain_notification(self, request: Request) -> None:
+        """The innermost link of the notification chain."""
+        event = request.event
+        assert isinstance(event, NotificationReceived)
+        outcome = self._notified(request.session, event)
+        if inspect.isawaitable(outcome):
+            await outcome
 
     def _context(self, session: Session, event: RequestReceived) -> Context:
         """The handler's ``Context``; a stateless request's carries its MRTR answers."""
@@ -96,8 +120,13 @@ class Methods:
         newest = event.meta is None and rev is not None and rev.version == LATEST_STATEFUL
         return self._registry.tools_page(event.params, cached=newest)
 
+    def _tools_list_unserialized(self, session: Session, event: RequestReceived) -> JSON:
+        """``tools/list`` with ``tools`` a list (what middleware read), never the serialized
+        pages the plain path serves the newest stateful revision from."""
+        return self._registry.tools_page(event.params, cached=False)
+
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
-        # The hot path: the lookups of _tool and _arguments written out, no extra calls.
+        # The hot path: every lookup written out, no extra calls.
         name = _name(event)
         tool = self._registry.tools.get(name)
         if tool is None:
@@ -115,61 +144,21 @@ class Methods:
             return self._task_calls.call(session, event, tool, arguments, ctx)
         return self._seal.run(event, ctx, tool.call(arguments, ctx))
 
-    def watch_calls(self, watch: CallWatch) -> None:
-        """Answer ``tools/call`` under ``watch`` (rate limits, the audit hook) from now on;
-        until this is called the plain path runs, without a check for either."""
-        self._watch = watch
-        self._table["tools/call"] = self._watched_tools_call
-
-    def _watched_tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
-        """``tools/call`` with its caller's budget drawn first (a call over it runs
-        nothing) and its outcome audited (``watch.py``)."""
-        watch = self._watch
-        assert watch is not None
-        call = Call(session, event)
-        try:
-            tool = self._tool(event)
-            arguments = _arguments(event)
-            wait = watch.take(call, tool, session)
-            if isinstance(wait, int | float):
-                if wait:
-                    return watch.finish(call, watch.limited(call, tool, wait))
-                result = self._call_watched(session, event, tool, arguments, call, watch)
-            else:
-                result = self._after_wait(session, event, tool, arguments, call, watch, wait)
-        except BaseException as exc:
-            watch.failed(call, exc)
-            raise
-        return watch.finish(call, result)
-
-    def _call_watched(self, session: Session, event: RequestReceived, tool: Tool,
-                      arguments: JSON, call: Call, watch: CallWatch) -> HandlerResult:
-        invalid = tool.invalid_arguments(arguments)
-        if invalid is not None:
-            watch.invalid(call)
-            return self._refuse_arguments(session, event, invalid)
-        ctx = self._context(session, event)
-        if tool.task is not None or "task" in event.params:
-            return self._task_calls.call(session, event, tool, arguments, ctx)
-        return self._seal.run(event, ctx, tool.call(arguments, ctx))
-
-    async def _after_wait(self, session: Session, event: RequestReceived, tool: Tool,
-                          arguments: JSON, call: Call, watch: CallWatch,
-                          waiting: Awaitable[float]) -> JSON:
-        """The watched call once an async bucket store has answered."""
-        wait = await waiting
-        if wait:
-            return watch.limited(call, tool, wait)
-        result = self._call_watched(session, event, tool, arguments, call, watch)
-        return result if isinstance(result, dict) else await result
-
-    def _tool(self, event: RequestReceived) -> Tool:
-        """The tool a ``tools/call`` names (an unknown one: ``InvalidParams``)."""
-        name = _name(event)
-        tool = self._registry.tools.get(name)
-        if tool is None:
-            raise self._unknown_tool(name)
-        return tool
+    def use_middleware(self, middleware: list[Middleware]) -> None:
+        """Put the chain of ``middleware`` in place of each handler it hooks (see
+        ``middleware.py``), from the plain handlers; an empty list restores them. Methods
+        no middleware hooks keep their plain handler; no extra step is added to them."""
+        if self._plain is None:
+            self._plain = dict(self._table)
+        server = self._server
+        self._table = dict(self._plain)
+        for method, handler in self._plain.items():
+            if method == "tools/list":  # middleware get the tools as a list, not bytes
+                handler = self._tools_list_unserialized
+            chain = compose(middleware, method, terminal_of(handler))
+            if chain is not None:
+                self._table[method] = entry(server, chain)
+        self._notify_chain = compose_notifications(middleware, self._plain_notification)
 
     def _unknown_tool(self, name: str) -> InvalidParams:
         return InvalidParams(
@@ -297,16 +286,6 @@ class Methods:
             context_param: self._context(session, event)}
         return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {},
                          extra)
-
-
-def _arguments(event: RequestReceived) -> JSON:
-    """A ``tools/call``'s ``arguments`` (absent: none); not an object: ``InvalidParams``."""
-    arguments = event.params.get("arguments")
-    if arguments is None:
-        return {}
-    if not isinstance(arguments, dict):
-        raise _not_an_object()
-    return arguments
 
 
 def _not_an_object() -> InvalidParams:

@@ -61,6 +61,11 @@ class Peers:
         #: ``list_changed`` to that session.
         self.announce: Callable[[str, str], bool] | None = None
         self.reaches: Callable[[Session], bool] | None = None
+        #: Called with the URI of every resource update first: a server mounting this
+        #: one passes it on with the URI it serves it at (mount.py).
+        self.relays: list[Callable[[str], None]] = []
+        #: Told the method of every ``list_changed`` delivered here (a list cache).
+        self.list_watchers: list[Callable[[str], None]] = []
 
     def track(self, session: Session, opened: bool) -> None:
         """A transport opened (True) or ended (False) a stateful session."""
@@ -107,6 +112,8 @@ class Peers:
     def heard_list_changed(self, method: str) -> None:
         """Deliver a ``list_changed`` (announced, or made here) to what this instance
         holds."""
+        for watcher in self.list_watchers:
+            watcher(method)
         flag = LISTEN_FLAGS.get(method)
         for (session, rid), honoured in list(self.listening.items()):
             if flag is not None and honoured.get(flag):
@@ -119,6 +126,8 @@ class Peers:
     def resource_updated(self, uri: str) -> None:
         """Send ``notifications/resources/updated`` for ``uri`` to the sessions subscribed
         to it and the listen streams watching it (on every instance, when shared)."""
+        for relay in self.relays:
+            relay(uri)
         if self.announce is not None and self.announce("resource_updated", uri):
             return
         self.heard_resource_updated(uri)

@@ -55,6 +55,13 @@ class Registry:
         self._caps: tuple[tuple[bool, bool], JSON] | None = None
         self._tasky: bool | None = None  # does any tool run as a task (None: not known)
         self._scoped: bool | None = None  # does anything declare scopes (None: not known)
+        #: Called with the kind after every change ("tools", "prompts", "resources", or
+        #: "completions"); a server mounting this one keeps its copies in step (mount.py).
+        self.followers: list[Callable[[str], None]] = []
+        #: Called with (table, key) before a tool, prompt, resource or template is added
+        #: ("tools", "prompts", "resources", "templates"); raising refuses it (a server
+        #: mounting this one refuses what would collide with its own names).
+        self.claims: list[Callable[[str, str], None]] = []
 
     @property
     def page_size(self) -> int:
@@ -76,6 +83,13 @@ class Registry:
             self._tasky = None
         self._scoped = None
         self._announce(f"notifications/{kind}/list_changed")
+        for follow in self.followers:
+            follow(kind)
+
+    def claim(self, table: str, key: str) -> None:
+        """Ask every ``claims`` hook whether ``key`` may be added to ``table``."""
+        for check in self.claims:
+            check(table, key)
 
     @property
     def scoped(self) -> bool:
@@ -131,8 +145,10 @@ class Registry:
     def add_readable(self, obj: Resource | ResourceTemplate) -> None:
         """Register a ready ``Resource`` or ``ResourceTemplate`` (replacing one at its URI)."""
         if isinstance(obj, ResourceTemplate):
+            self.claim("templates", obj.uri_template)
             self.templates[obj.uri_template] = obj
         else:
+            self.claim("resources", obj.uri)
             self.resources[obj.uri] = obj
         self.changed("resources")
 
@@ -157,6 +173,7 @@ class Registry:
         """Add ``item`` to ``table`` under its name, refusing a second one of that name."""
         if item.name in table:
             raise ValueError(f"a {kind[:-1]} named {item.name!r} is already registered")
+        self.claim(kind, item.name)
         table[item.name] = item
         self.changed(kind)
         return item
@@ -169,6 +186,8 @@ class Registry:
         key = ("ref/prompt", prompt, argument) if prompt else (
             "ref/resource", str(resource_template), argument)
         self.completers[key] = (fn, HandlerSpec(fn).context_param)
+        for follow in self.followers:
+            follow("completions")
 
     # ------------------------------------------------------------------ lookups
 

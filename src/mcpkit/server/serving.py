@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import sys
 from collections.abc import AsyncIterator, Callable, Iterable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import AbstractAsyncContextManager, AsyncExitStack, asynccontextmanager
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 import anyio
@@ -64,34 +64,46 @@ class HttpOptions(TypedDict, total=False):
 
 
 class SharedLifespan:
-    """The user's lifespan, entered once however many sessions use it at a time."""
+    """The user's lifespan, entered once however many sessions use it at a time; the
+    lifespans of mounted servers (``inner``) are entered inside it, in mount order, and
+    left before it."""
 
     def __init__(self, factory: LifespanFactory | None, server: Server) -> None:
         self._factory = factory
         self._server = server  # what the factory is called with
         self._users = 0
-        self._cm: AbstractAsyncContextManager[Any] | None = None
+        self._stack: AsyncExitStack | None = None
         #: What the lifespan yielded when last entered (None before that, or without one).
         self.state: Any = None
+        #: The lifespan scopes of mounted servers (``Server.lifespan_scope``).
+        self.inner: list[Callable[[], AbstractAsyncContextManager[Any]]] = []
 
     @asynccontextmanager
     async def scope(self) -> AsyncIterator[Any]:
         """Enter the lifespan if no one else holds it; leave it after the last user."""
-        if self._factory is None:
+        if self._factory is None and not self.inner:
             yield None
             return
         if self._users == 0:
-            cm = self._factory(self._server)
-            self.state = await cm.__aenter__()
-            self._cm = cm
+            stack = AsyncExitStack()
+            try:
+                if self._factory is not None:
+                    self.state = await stack.enter_async_context(
+                        self._factory(self._server))
+                for inner in self.inner:
+                    await stack.enter_async_context(inner())
+            except BaseException:
+                await stack.aclose()
+                raise
+            self._stack = stack
         self._users += 1
         try:
             yield self.state
         finally:
             self._users -= 1
-            if self._users == 0 and self._cm is not None:
-                cm, self._cm = self._cm, None
-                await cm.__aexit__(None, None, None)
+            if self._users == 0 and self._stack is not None:
+                stack, self._stack = self._stack, None
+                await stack.aclose()
 
 
 async def serve_stream(stream: ByteStream, connection: Connection, methods: Methods,

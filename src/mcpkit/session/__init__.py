@@ -4,6 +4,7 @@
 ``pump.BytePump`` moves bytes between a ``ByteStream`` (stdio, memory) and a session;
 ``interfaces`` declares the handler shapes and the ``Output`` a transport implements.
 HTTP transports give a session their own ``Output`` and feed it decoded messages.
+``telemetry.Telemetry``: OpenTelemetry spans and metrics of the messages (optional).
 """
 
 from ..protocol.errors import RemoteError
@@ -19,6 +20,7 @@ from .interfaces import (
     RequestHandler,
 )
 from .pump import BytePump, ByteStream
+from .telemetry import Telemetry
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
@@ -33,4 +35,5 @@ __all__ = [
     "RemoteError",
     "RequestHandler",
     "Session",
+    "Telemetry",
 ]

@@ -66,6 +66,7 @@ from .pump import BytePump
 
 if TYPE_CHECKING:
     from .pump import ByteStream
+    from .telemetry import Telemetry
 
 log = logging.getLogger("mcpkit")
 
@@ -95,7 +96,7 @@ class Session:
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
         "_tg", "_waiters", "conn", "drain_timeout", "handshake_cause", "handshake_error",
-        "key", "peer", "principal", "pump", "state",
+        "key", "peer", "principal", "pump", "state", "telemetry",
     )
 
     def __init__(
@@ -144,6 +145,8 @@ class Session:
         #: The transport's name for the session when it outlives a connection (the
         #: Streamable HTTP session id); None otherwise. Tasks are bound to it.
         self.key: str | None = None
+        #: Traces and measures the requests this session sends (None: not done).
+        self.telemetry: Telemetry | None = None
         self.pump: BytePump | None = None
         if stream is not None:
             self.pump = BytePump(self, stream)
@@ -543,6 +546,23 @@ class Session:
         """
         if self._closed:
             raise ConnectionClosed("the connection to the peer is closed")
+        telemetry = self.telemetry
+        if telemetry is None:
+            return await self._request(method, params, timeout, related, on_progress,
+                                       on_sent)
+        traced = telemetry.outgoing(self, method, params, self.key)
+        try:
+            result = await self._request(method, traced.params, timeout, related,
+                                         on_progress, traced.on_sent(on_sent))
+        except BaseException as exc:
+            traced.done(None, exc)
+            raise
+        traced.done(result, None)
+        return result
+
+    async def _request(self, method: str, params: JSONObject | None, timeout: float | None,
+                       related: RequestId | None, on_progress: ProgressCallback | None,
+                       on_sent: Callable[[RequestId], None] | None) -> JSONObject:
         rid = self.conn.send_request(method, params, related=related)
         if on_sent is not None:
             on_sent(rid)

@@ -127,7 +127,6 @@ class HttpClientTransport:
                                on_notification=on_notification, on_event=on_event)
         self.session.attach(tg)
         self.reader = AnswerReader(self, max_resumes)
-        self.session_id: str | None = None
         self.param_headers: dict[str, dict[str, str]] = {}  # tool -> {param: x-mcp-header}
         self.legacy_endpoint: str | None = None  # set when talking HTTP+SSE (2024-11-05)
         # Why the server could not be reached at all (nothing listening, unknown host, no
@@ -193,6 +192,16 @@ class HttpClientTransport:
                 await self.http.aclose()
 
     # ------------------------------------------------------------------ sending
+
+    @property
+    def session_id(self) -> str | None:
+        """The ``Mcp-Session-Id`` the server gave (None before, or without one): the
+        session's ``key``."""
+        return self.session.key
+
+    @session_id.setter
+    def session_id(self, sid: str | None) -> None:
+        self.session.key = sid
 
     def headers(self, *, post: bool = True, session_id: str | None = None) -> dict[str, str]:
         """The headers of a request in this session (``session_id``: instead of the
