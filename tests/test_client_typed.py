@@ -38,6 +38,7 @@ from mcpkit.client.connect import transport_for
 from .support.http import LiveServer
 from .support.schemas import validate
 from .support.tap import TappedClient
+from .support.typecheck import mypy_verdict
 from .test_client_tasks import EXTENSION_ONLY
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -416,11 +417,5 @@ async def main(server: Server) -> None:
 
 
 def test_mypy_sees_typed_data_and_refuses_misplaced_options(tmp_path: Path) -> None:
-    from mypy import api
-
-    (tmp_path / "user.py").write_text(USER_CODE)
-    out, err, _ = api.run(["--strict", "--python-version", "3.11", "--config-file", "",
-                           "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user.py")])
-    refused = [n for n, line in enumerate(USER_CODE.splitlines(), 1) if "# refused" in line]
-    errors = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
-    assert errors == refused, out + err
+    errors, refused, out = mypy_verdict(USER_CODE, tmp_path)
+    assert errors == refused, out
