@@ -28,7 +28,7 @@ from mcpkit.auth import (
     JWTBearerAuth,
     OAuth,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 
 log = logging.getLogger("everything_client")
 
@@ -171,8 +171,8 @@ async def enterprise(url: str, version: str | None, context: dict[str, Any]) -> 
 
 async def call_first_tool(url: str, version: str | None, auth: httpx.Auth) -> None:
     """Connect with ``auth``, list the tools and call the first one without arguments."""
-    async with Client(url, name="mcpkit-conformance-client", protocol_version=version,
-                      mode="auto", auth=auth) as c:
+    async with Client(Http(url, auth=auth),
+                      name="mcpkit-conformance-client", protocol_version=version, mode="auto") as c:
         tools = await c.list_tools()
         if tools:
             result = await c.call_tool(tools[0].name, {})

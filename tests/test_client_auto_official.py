@@ -10,7 +10,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from mcpkit.client import Client
+from mcpkit.client import Client, Stdio
 
 SERVER = Path(__file__).resolve().parent / "servers" / "official_everything.py"
 
@@ -30,8 +30,8 @@ async def test_auto_mode_against_official_servers(legacy_only: bool, expected: s
         return {"action": "accept", "content": {}}
 
     with anyio.fail_after(60):
-        async with Client([sys.executable, str(SERVER)], mode="auto", env=env,
-                          elicitation=elicit) as client:
+        async with Client(Stdio([sys.executable, str(SERVER)], env=env),
+                          mode="auto", elicitation=elicit) as client:
             assert client.protocol_version == expected
             assert (client.stateless_version is not None) == (not legacy_only)
             assert (await client.call_tool("echo", {"text": "hi"})).text == "hi"

@@ -20,7 +20,7 @@ import anyio
 import pytest
 
 from mcpkit import ConnectionClosed, RequestTimeout
-from mcpkit.client import Client, HandshakeError, InvalidResult, ServerUnreachable
+from mcpkit.client import Client, HandshakeError, InvalidResult, ServerUnreachable, Stdio
 from mcpkit.transports.process import ProcessStream
 
 from .support.tap import TappedClient
@@ -204,7 +204,7 @@ def stderr_file(tmp_path: Path) -> Iterator[IO[str]]:
 
 
 async def test_server_crashing_at_start(tmp_path: Path, stderr_file: IO[str]) -> None:
-    client = Client(raw("crash", tmp_path / "log"), timeout=LIMIT, stderr=stderr_file)
+    client = Client(Stdio(raw("crash", tmp_path / "log"), stderr=stderr_file), timeout=LIMIT)
     with anyio.fail_after(LIMIT):
         with pytest.raises(ServerUnreachable, match="exited with status 3 before answering"):
             async with client:

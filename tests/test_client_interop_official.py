@@ -33,7 +33,7 @@ import anyio
 import pytest
 
 from mcpkit import RemoteError, RequestTimeout
-from mcpkit.client import Client, HandshakeError
+from mcpkit.client import Client, HandshakeError, Stdio
 from mcpkit.client import types as t
 from tests.support.recording import Recording
 from tests.support.schemas import WireChecker
@@ -170,7 +170,8 @@ async def session(
     rec = Recorder()
     log = tmp_path / f"wire-{version or 'default'}.jsonl"
     client = Client(
-        [sys.executable, str(WIRETAP), str(log), "--", sys.executable, str(SERVER)],
+        Stdio([sys.executable, str(WIRETAP), str(log), "--", sys.executable, str(SERVER)],
+              cwd=str(ROOT)),
         sampling=rec.on_sampling,
         elicitation=rec.on_elicitation,
         roots=list(roots) if isinstance(roots, tuple) else roots,
@@ -178,7 +179,6 @@ async def session(
         on_notification=rec.on_notification,
         protocol_version=version,
         timeout=20.0,
-        cwd=str(ROOT),
         **options,
     )
     run = Run(client, rec, log)

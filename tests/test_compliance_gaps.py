@@ -33,7 +33,7 @@ from mcpkit import (
     RequestTimeout,
     Server,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Stdio
 from mcpkit.protocol.connection import (
     Connection,
     NotificationReceived,
@@ -597,8 +597,9 @@ async def test_keepalive_ping_unanswered_closes_the_connection(tmp_path: Path) -
     log = tmp_path / "received.jsonl"
     start = time.monotonic()
     with anyio.fail_after(LIMIT):
-        async with Client([sys.executable, str(GAPS_SILENT)], ping_interval=0.2, timeout=0.5,
-                          env={"MCPKIT_GAPS_LOG": str(log)}) as client:
+        async with Client(Stdio([sys.executable, str(GAPS_SILENT)],
+                                env={"MCPKIT_GAPS_LOG": str(log)}),
+                          ping_interval=0.2, timeout=0.5) as client:
             call_started = time.monotonic()
             with pytest.raises(ConnectionClosed):
                 await client.call_tool("anything", {}, timeout=30)

@@ -21,7 +21,7 @@ import orjson
 import pytest
 import uvicorn
 
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from mcpkit.protocol.errors import RemoteError
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
@@ -91,7 +91,7 @@ async def test_headers_new_session_after_404_and_delete_on_close(
 ) -> None:
     srv, app, rec = live
     with anyio.fail_after(30):
-        async with Client(srv.url, headers={"x-trace": "t1"}) as client:
+        async with Client(Http(srv.url, headers={"x-trace": "t1"})) as client:
             assert client.protocol_version == "2025-11-25"
             assert (await client.call_tool("add", {"a": 1, "b": 2})).structured_content == {
                 "result": 3}

@@ -63,7 +63,7 @@ from mcp.shared.exceptions import MCPError
 from mcp_types import REQUEST_TIMEOUT
 
 from mcpkit import RemoteError, RequestTimeout
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from mcpkit.client import types as t
 from tests.support.asgi_tap import AsgiTap, read_log
 from tests.support.recording import Recording
@@ -795,7 +795,7 @@ class LoggedHttpClient(Client):
         self.http = httpx.AsyncClient(timeout=httpx.Timeout(options.get("timeout", 30.0),
                                                             read=None),
                                       event_hooks=log.hooks())
-        super().__init__(url, http_client=self.http, **options)
+        super().__init__(Http(url, http_client=self.http), **options)
         self.http_log = log
 
     async def __aexit__(self, *exc: object) -> None:

@@ -23,7 +23,7 @@ import pytest
 
 from mcpkit.cli import main
 from mcpkit.cli.install import InstallError, config_path, parse_env
-from mcpkit.client import Client
+from mcpkit.client import Client, Stdio
 
 ROOT = Path(__file__).resolve().parents[1]
 NOTES = ROOT / "examples" / "notes.py"
@@ -177,7 +177,7 @@ async def test_the_written_entry_starts_the_server_as_a_host_would(
     entry: dict[str, Any] = json.loads(config.read_text())["mcpServers"]["notes"]
     env = {**os.environ, **entry["env"]}
     with anyio.fail_after(20):
-        async with Client([entry["command"], *entry["args"]], env=env, cwd="/",
+        async with Client(Stdio([entry["command"], *entry["args"]], env=env, cwd="/"),
                           timeout=15) as client:
             assert client.server_info["name"] == "notes"
             added = await client.call_tool("notes_add", {"title": "t", "body": "b"})

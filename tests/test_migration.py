@@ -31,7 +31,8 @@ async def _session(path: Path) -> dict[str, Any]:
         tools = await client.list_tools()
         seen["tools"] = {t.name: (t.description, sorted(t.input_schema["properties"]),
                                   t.input_schema.get("required", []),
-                                  (t.annotations or {}).get("readOnlyHint")) for t in tools}
+                                  t.annotations and t.annotations.read_only_hint)
+                         for t in tools}
         seen["added"] = [(await client.call_tool("todo_add", {"text": text})).structured_content
                          for text in ("buy milk", " call Ada ")]
         listed = await client.call_tool("todo_list")

@@ -24,6 +24,8 @@ from mcpkit.storage import MemoryEventStore, MemorySessionStore, SharedSecret
 from mcpkit.storage.sessions import Record
 from mcpkit.transports.http_server import HttpConfig, StreamableHTTPApp
 
+from .support.typecheck import mypy_verdict
+
 
 def keyword_defaults(fn: Any) -> dict[str, Any]:
     return {name: p.default for name, p in inspect.signature(fn).parameters.items()
@@ -160,12 +162,6 @@ server.run("http", session_store=NoDelete())  # refused
 
 
 def test_mypy_checks_the_options_and_the_users_stores(tmp_path: Path) -> None:
-    from mypy import api
-
-    (tmp_path / "user.py").write_text(USER_CODE)
-    out, err, _ = api.run(["--strict", "--python-version", "3.11", "--config-file", "",
-                           "--cache-dir", str(tmp_path / "cache"), str(tmp_path / "user.py")])
-    refused = [n for n, line in enumerate(USER_CODE.splitlines(), 1) if "# refused" in line]
-    errors = sorted({int(line.split(":")[1]) for line in out.splitlines() if ": error:" in line})
-    assert errors == refused, out + err
+    errors, refused, out = mypy_verdict(USER_CODE, tmp_path)
+    assert errors == refused, out
     assert "missing following \"SessionStore\" protocol member" in out

@@ -43,7 +43,7 @@ import mcp.types as types
 import pytest
 from mcp import Client as OfficialClient
 
-from mcpkit.client import Client, HandshakeError, InvalidResult
+from mcpkit.client import Client, HandshakeError, InvalidResult, Stdio
 from tests.servers import stateless_probe
 from tests.support.asgi_tap import AsgiTap
 from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp, Reply, everything_server
@@ -1323,8 +1323,9 @@ async def test_client_auto_picks_stateless_against_mcpkit() -> None:
 @pytest.mark.anyio
 async def test_client_auto_falls_back_to_the_handshake(tmp_path: Path) -> None:
     log = tmp_path / "legacy.log"
-    async with Client([sys.executable, str(LEGACY_ONLY)], mode="auto", timeout=15,
-                      env={"MCPKIT_LEGACY_LOG": str(log)}) as client:
+    async with Client(Stdio([sys.executable, str(LEGACY_ONLY)],
+                            env={"MCPKIT_LEGACY_LOG": str(log)}),
+                      mode="auto", timeout=15) as client:
         assert client.stateless_version is None
         assert client.protocol_version == LEGACY
         assert client.server_info["name"] == "legacy-only"
@@ -1345,9 +1346,8 @@ async def test_client_auto_falls_back_to_the_handshake(tmp_path: Path) -> None:
 @pytest.mark.anyio
 async def test_client_result_type_handling(tmp_path: Path) -> None:
     log = tmp_path / "raw.log"
-    async with Client([sys.executable, str(RAW_MODERN)], mode="stateless",
-                      protocol_version=MODERN, timeout=15,
-                      env={"MCPKIT_RAW_LOG": str(log)}) as client:
+    async with Client(Stdio([sys.executable, str(RAW_MODERN)], env={"MCPKIT_RAW_LOG": str(log)}),
+                      mode="stateless", protocol_version=MODERN, timeout=15) as client:
         result = await client.call_tool("no_result_type")
         assert result.content[0].text == "no resultType here"  # type: ignore[union-attr]
         with pytest.raises(InvalidResult, match="task"):

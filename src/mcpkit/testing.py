@@ -31,7 +31,8 @@ import anyio.abc
 import orjson
 
 from .check.schemas import REVISIONS, known_method, validate_definition, validate_message
-from .client import Client
+from .client import Client, Servable
+from .client.connect import Target
 
 if TYPE_CHECKING:
     from .server import Server
@@ -139,7 +140,7 @@ class _RecordedStream:
 class _WiredClient(Client):
     """A ``Client`` whose byte stream is recorded in ``wire``."""
 
-    def __init__(self, target: Any, **options: Any) -> None:
+    def __init__(self, target: Target, **options: Any) -> None:
         super().__init__(target, **options)
         self.wire = Wire()
 
@@ -155,7 +156,7 @@ async def connect(server: Server, *, mode: Literal["stateful", "stateless"] = "s
     leaving, ``WireViolation`` if a message broke the schema (``check_wire=False`` to
     skip, e.g. for a test that sends bad input on purpose). ``client.wire`` (a
     :class:`Wire`) holds the messages for a test to inspect."""
-    if not (hasattr(server, "serve") and hasattr(server, "connection")):
+    if not isinstance(server, Servable):
         raise TypeError("connect() takes an mcpkit Server; for a command or a URL use "
                         "mcpkit.client.Client directly")
     client = _WiredClient(server, mode=mode, protocol_version=protocol_version, **options)

@@ -33,7 +33,7 @@ from mcpkit.auth import (
     OAuth,
     ProtectedResource,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 
 from .notes_server import adding_server, verified_at_own_url
@@ -91,7 +91,7 @@ async def _use_nonce(send: Any) -> None:
 async def test_authorization_code_with_dpop_and_nonces_on_both_sides(setup: Setup) -> None:
     store = MemoryTokenStore()
     oauth = OAuth(FollowRedirect(REDIRECT), store=store, dpop=True)
-    async with Client(setup.url, auth=oauth) as client:
+    async with Client(Http(setup.url, auth=oauth)) as client:
         assert (await client.call_tool("add", {"a": 2, "b": 3})).text == "5"
         assert (await client.call_tool("add", {"a": 1, "b": 1})).text == "2"
     assert oauth.dpop is not None
@@ -118,7 +118,7 @@ async def test_a_bearer_answer_to_a_dpop_request_is_a_bearer_token(setup: Setup)
     setup.auth.dpop_bearer = True  # RFC 9449 §5: the server may issue a bearer token
     store = MemoryTokenStore()
     oauth = OAuth(FollowRedirect(REDIRECT), store=store, dpop=True)
-    async with Client(setup.url, auth=oauth) as client:
+    async with Client(Http(setup.url, auth=oauth)) as client:
         assert (await client.call_tool("add", {"a": 2, "b": 3})).text == "5"
     ((_, _, tokens),) = store.all_tokens()
     assert tokens.token_type == "Bearer" and tokens.dpop_jwk is None
@@ -131,7 +131,7 @@ async def test_a_server_not_listing_the_alg_is_refused_before_any_token_request(
     setup.auth.dpop_algs = algs
     oauth = OAuth(FollowRedirect(REDIRECT), dpop=True)
     with pytest.raises(AuthorizationFailed, match="dpop_signing_alg_values_supported"):
-        async with Client(setup.url, auth=oauth):
+        async with Client(Http(setup.url, auth=oauth)):
             pass
     assert setup.auth.hits["/token"] == 0
 
@@ -139,7 +139,7 @@ async def test_a_server_not_listing_the_alg_is_refused_before_any_token_request(
 async def test_an_rsa_dpop_key_the_server_lists(setup: Setup) -> None:
     rsa = jwk.RSAKey.generate_key(2048, private=True).as_dict(private=True)
     oauth = OAuth(FollowRedirect(REDIRECT), dpop=DPoPKey(rsa))
-    async with Client(setup.url, auth=oauth) as client:
+    async with Client(Http(setup.url, auth=oauth)) as client:
         assert (await client.call_tool("add", {"a": 2, "b": 2})).text == "4"
     assert {h["alg"] for h, _ in setup.auth.dpop_proofs} == {"RS256"}
 
@@ -148,7 +148,7 @@ async def test_nonce_demands_that_never_end_are_retried_once(setup: Setup) -> No
     setup.auth.dpop_nonce_always = True
     oauth = OAuth(FollowRedirect(REDIRECT), dpop=True)
     with pytest.raises(AuthorizationFailed, match="use_dpop_nonce"):
-        async with Client(setup.url, auth=oauth):
+        async with Client(Http(setup.url, auth=oauth)):
             pass
     assert setup.auth.hits["/token"] == 2
 

@@ -26,7 +26,7 @@ from mcpkit.auth import (
     OAuth,
     ProtectedResource,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 
 from .notes_server import adding_server, verified_at_own_url
@@ -60,7 +60,7 @@ async def test_client_authorizes_then_reuses_the_stored_token(setup: Setup,
                                                               tmp_path: Path) -> None:
     store = FileTokenStore(tmp_path / "tokens.json")
     oauth = OAuth(FollowRedirect(REDIRECT), store=store, client_name="e2e")
-    async with Client(setup.url, auth=oauth) as client:
+    async with Client(Http(setup.url, auth=oauth)) as client:
         assert [t.name for t in await client.list_tools()] == ["add"]
         assert (await client.call_tool("add", {"a": 2, "b": 3})).text == "5"
     auth = setup.auth
@@ -73,7 +73,7 @@ async def test_client_authorizes_then_reuses_the_stored_token(setup: Setup,
 
     # a new process (a new OAuth over the same file) uses the stored token
     again = OAuth(FollowRedirect(REDIRECT), store=FileTokenStore(tmp_path / "tokens.json"))
-    async with Client(setup.url, auth=again) as client:
+    async with Client(Http(setup.url, auth=again)) as client:
         assert (await client.call_tool("add", {"a": 1, "b": 1})).text == "2"
     assert [auth.hits[p] for p in ("/register", "/authorize", "/token")] == [1, 1, 1]
 
@@ -88,8 +88,7 @@ async def test_a_refusal_reaches_the_caller_once_as_authorization_failed(
     setup.auth.pkce_methods = None  # no S256 in the metadata: the client must stop
     oauth = OAuth(FollowRedirect(REDIRECT))
     with pytest.raises(AuthorizationFailed, match="PKCE S256"):
-        async with Client(setup.url, auth=oauth, mode=mode,  # type: ignore[arg-type]
-                          protocol_version=version):
+        async with Client(Http(setup.url, auth=oauth), mode=mode, protocol_version=version):
             pass
     assert setup.auth.hits["/.well-known/oauth-authorization-server"] == 1
     assert setup.auth.authorizations == []
@@ -106,7 +105,7 @@ async def test_an_unreachable_authorization_server_is_named_not_the_mcp_server()
             verifier=verifier), jwks_uri=f"{dead}/jwks") as live:
         oauth = OAuth(FollowRedirect(REDIRECT))
         with pytest.raises(HandshakeError) as caught:
-            async with Client(live.url, auth=oauth):
+            async with Client(Http(live.url, auth=oauth)):
                 pass
     assert not isinstance(caught.value, ServerUnreachable)
     message = str(caught.value)

@@ -29,7 +29,7 @@ from mcpkit.auth import (
     JWTBearerAuth,
     ProtectedResource,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 
 from .notes_server import adding_server, verified_at_own_url
@@ -106,7 +106,7 @@ async def test_an_async_provider_gets_the_workload_a_token(setup: Setup) -> None
         return setup.workload_jwt()
 
     auth = JWTBearerAuth(provider)
-    async with Client(setup.url, auth=auth) as client:
+    async with Client(Http(setup.url, auth=auth)) as client:
         assert (await client.call_tool("add", {"a": 2, "b": 5})).text == "7"
     (form,) = setup.auth.token_requests
     assert (form["grant_type"], form["resource"], form["scope"]) == (
@@ -122,7 +122,7 @@ async def test_a_slow_async_provider_is_cut_off(setup: Setup) -> None:
     auth = JWTBearerAuth(stuck)
     started = time.monotonic()
     with pytest.raises(AuthorizationFailed, match="did not answer within"):
-        async with Client(setup.url, auth=auth):
+        async with Client(Http(setup.url, auth=auth)):
             pass
     assert time.monotonic() - started < 30
     assert setup.auth.token_requests == []
@@ -132,7 +132,7 @@ async def test_a_token_endpoint_that_hangs_ends_the_request(hanging: Setup) -> N
     auth = JWTBearerAuth(hanging.workload_jwt())
     started = time.monotonic()
     with pytest.raises(HandshakeError, match="ReadTimeout"):  # the fetch deadline (10 s)
-        async with Client(hanging.url, auth=auth):
+        async with Client(Http(hanging.url, auth=auth)):
             pass
     assert time.monotonic() - started < 30
     assert auth.store.get_tokens(hanging.auth.issuer, hanging.url) is None
@@ -152,7 +152,7 @@ async def test_a_workload_gets_a_dpop_bound_token(tmp_path: Any) -> None:
                           dpop=DPoPChecker())), jwks_uri=f"{auth.base}/jwks") as live:
             setup = Setup(auth, live.url, key)
             flow = JWTBearerAuth(setup.workload_jwt(), dpop=True)
-            async with Client(live.url, auth=flow) as client:
+            async with Client(Http(live.url, auth=flow)) as client:
                 assert (await client.call_tool("add", {"a": 4, "b": 4})).text == "8"
     held = flow.store.get_tokens(auth.issuer, live.url)
     assert held is not None and held.token_type == "DPoP"

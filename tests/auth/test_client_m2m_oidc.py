@@ -27,7 +27,7 @@ from mcpkit.auth import (
     MemoryTokenStore,
     ProtectedResource,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 from tests.support.oidc import SECRET, OidcProvider
 
@@ -50,7 +50,7 @@ def notes(oidc: OidcProvider) -> Iterator[LiveServer]:
 
 async def whoami(live: LiveServer, auth: ClientCredentialsAuth) -> dict[str, Any]:
     with anyio.fail_after(30):
-        async with Client(live.url, auth=auth) as client:
+        async with Client(Http(live.url, auth=auth)) as client:
             result = await client.call_tool("whoami", {})
     assert not result.is_error, result
     assert isinstance(result.structured_content, dict)

@@ -27,7 +27,7 @@ from mcpkit.auth import (
     Tokens,
     revoke_tokens,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 from tests.support.oidc import RESOURCE, SECRET, OidcProvider
 
@@ -156,7 +156,7 @@ async def test_oauth_logout_after_a_real_authorization(auth_server: AuthServer) 
             resource=ProtectedResource(url, [auth_server.issuer])),
             jwks_uri=f"{auth_server.base}/jwks") as live:
         oauth = OAuth(FollowRedirect("http://127.0.0.1:9/callback"))
-        async with Client(live.url, auth=oauth) as client:
+        async with Client(Http(live.url, auth=oauth)) as client:
             assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
         tokens = oauth.store.get_tokens(auth_server.issuer, live.url)
         assert tokens is not None and tokens.refresh_token in auth_server.refresh_tokens

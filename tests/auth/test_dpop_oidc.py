@@ -39,7 +39,7 @@ from mcpkit.auth import (
     JWTVerifier,
     ProtectedResource,
 )
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer
 from tests.support.oidc import OPAQUE_RESOURCE, RESOURCE, SECRET, OidcProvider
 
@@ -77,7 +77,7 @@ def claims_of(token: str) -> dict[str, Any]:
 
 async def whoami(url: str, auth: httpx.Auth) -> dict[str, Any]:
     with anyio.fail_after(30):
-        async with Client(url, auth=auth) as client:
+        async with Client(Http(url, auth=auth)) as client:
             result = await client.call_tool("whoami", {})
     assert not result.is_error, result
     assert isinstance(result.structured_content, dict)
@@ -119,7 +119,7 @@ async def test_a_tool_s_scope_is_challenged_in_dpop_and_the_client_steps_up(
     (the token is DPoP-bound) and the client asks for the union, then the call works."""
     auth = ClientCredentialsAuth("app", SECRET, scopes=["notes:read"], dpop=True)
     with anyio.fail_after(30):
-        async with Client(notes.url, auth=auth) as client:
+        async with Client(Http(notes.url, auth=auth)) as client:
             result = await client.call_tool("write_note", {"text": "hi"})
     assert not result.is_error, result
     assert auth.store.get_tokens(oidc.issuer, notes.url).scopes == (  # type: ignore[union-attr]

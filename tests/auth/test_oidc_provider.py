@@ -30,7 +30,7 @@ import pytest
 from joserfc import jwk, jws
 
 from mcpkit.auth import Auth, IntrospectionVerifier, JWTVerifier, ProtectedResource
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer, McpHttp
 from tests.support.oidc import (
     OPAQUE_RESOURCE,
@@ -87,7 +87,7 @@ async def raw(live: LiveServer, value: str) -> AsyncIterator[McpHttp]:
 
 
 async def whoami(live: LiveServer, value: str) -> dict[str, Any]:
-    async with Client(live.url, headers=bearer(value)) as client:
+    async with Client(Http(live.url, headers=bearer(value))) as client:
         result = await client.call_tool("whoami", {})
     assert not result.is_error, result
     assert isinstance(result.structured_content, dict)

@@ -26,7 +26,7 @@ import pytest
 
 from mcpkit import Context, Server
 from mcpkit.auth import AccessToken, Auth, BearerAuth, JWTVerifier, ProtectedResource
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from mcpkit.server import running
 from mcpkit.storage import SQLiteSessionStore
 from mcpkit.transports.http_server import StreamableHTTPApp
@@ -205,7 +205,7 @@ async def test_ctx_auth_in_a_tool_with_the_public_client_both_eras(idp: IdP) -> 
     value = token(idp, tenant="acme")
     with serving(idp) as live:
         for mode in ("stateful", "stateless"):
-            async with Client(live.url, mode=mode, headers=bearer(value)) as client:
+            async with Client(Http(live.url, headers=bearer(value)), mode=mode) as client:
                 result = await client.call_tool("whoami", {})
             assert result.structured_content == {
                 "subject": "alice", "client_id": "client-1", "issuer": idp.issuer,
@@ -430,7 +430,7 @@ async def test_the_verifier_is_closed_when_the_lifespan_ends(idp: IdP) -> None:
     app = make_server().asgi_app(auth=auth_for(idp, verifier))
     assert isinstance(app, BearerAuth) and isinstance(app.app, StreamableHTTPApp)
     with LiveServer(app) as live:
-        async with Client(live.url, headers=bearer(token(idp))) as client:
+        async with Client(Http(live.url, headers=bearer(token(idp)))) as client:
             assert (await client.call_tool("whoami", {})).structured_content
         assert verifier.closed == 0
     assert verifier.closed == 1

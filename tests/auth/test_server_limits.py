@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from mcpkit import AuditRecord, Server
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from tests.support.http import LiveServer, McpHttp
 from tests.support.schemas import validate
 
@@ -107,7 +107,7 @@ async def test_the_public_client_sees_a_refusal_it_can_act_on(idp: IdP) -> None:
     records: list[AuditRecord] = []
     app = make_server(records).asgi_app(auth=auth_for(idp))
     with LiveServer(app, proxy_headers=False) as live:
-        async with Client(live.url, headers=bearer(token(idp, "carol"))) as client:
+        async with Client(Http(live.url, headers=bearer(token(idp, "carol")))) as client:
             assert not (await client.call_tool("publish")).is_error
             result = await client.call_tool("publish")
     assert result.is_error

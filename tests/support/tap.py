@@ -28,7 +28,8 @@ from typing import Any
 import anyio
 import httpx
 
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
+from mcpkit.client.connect import Target, transport_for
 from mcpkit.protocol.sse import SSEParser
 from mcpkit.session import ByteStream
 
@@ -184,16 +185,20 @@ class TappedClient(Client):
     """A ``Client`` whose byte stream goes through a ``TappedStream``, or whose HTTP client
     through a ``TapTransport`` (``self.wire``)."""
 
-    def __init__(self, target: Any, **options: Any) -> None:
+    def __init__(self, target: Target, **options: Any) -> None:
         self.checker = WireChecker("client", revision=options.get("protocol_version"))
         self.tap: Tap | None = None
         self.tapped_http: httpx.AsyncClient | None = None
-        if isinstance(target, str) and target.startswith(("http://", "https://")):
+        transport = transport_for(target)
+        if isinstance(transport, Http):
+            assert transport.http_client is None, "TappedClient brings its own http_client"
             self.tap = Tap(self.checker)
-            self.tapped_http = options["http_client"] = httpx.AsyncClient(
+            self.tapped_http = httpx.AsyncClient(
                 transport=TapTransport(self.tap),
                 timeout=httpx.Timeout(options.get("timeout", 30.0), read=None))
-        super().__init__(target, **options)
+            transport = Http(transport.url, headers=transport.headers, auth=transport.auth,
+                             http_client=self.tapped_http)
+        super().__init__(transport, **options)
 
     async def _open_stream(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup) -> ByteStream:
         inner = await super()._open_stream(stack, tg)

@@ -21,7 +21,8 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..client import Client
+from ..client import Client, Http, Stdio
+from ..client.connect import Transport, is_url, transport_for
 from ..client.stateless import Stateless
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import ConnectionClosed, MCPError, ProtocolError
@@ -69,6 +70,15 @@ class Upstream:
         self.headers, self.auth, self.env, self.cwd = headers, auth, env, cwd
         self.timeout = timeout
         self.mode = mode
+
+    def transport(self) -> Transport:
+        """The client transport reaching the remote, with its options."""
+        target = self.target
+        if isinstance(target, str) and is_url(target):
+            return Http(target, headers=self.headers, auth=self.auth)
+        if isinstance(target, str | list):
+            return Stdio(target, env=self.env, cwd=self.cwd)
+        return transport_for(target)  # a Server object: in memory
 
     def describe(self) -> str:
         """The remote, for messages (a command joined, a URL as is)."""
@@ -168,12 +178,8 @@ def upstream_client(upstream: Upstream, relay: Relay, notify: Notify, *,
         "elicitation_modes": modes,
         "roots": (lambda: []) if everything or "roots" in caps else None,
         "on_notification": notify,
-        "headers": upstream.headers,
-        "auth": upstream.auth,
-        "env": upstream.env,
-        "cwd": upstream.cwd,
     }
-    return RelayClient(upstream.target, relay, **options)
+    return RelayClient(upstream.transport(), relay, **options)
 
 
 class Link:

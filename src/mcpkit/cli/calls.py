@@ -352,7 +352,7 @@ def show_stderr_tail(stderr: Any) -> None:
 
 async def run(args: argparse.Namespace) -> int:
     """Run a client command; its exit status (see the module docstring)."""
-    from ..client import Client, ServerUnreachable
+    from ..client import Client, Http, ServerUnreachable, Stdio
     from ..protocol.errors import MCPError, RemoteError, RequestTimeout
 
     where, rest = target(args, list(args.rest))
@@ -378,8 +378,9 @@ async def run(args: argparse.Namespace) -> int:
         tasks_too = args.command == "tasks" or getattr(args, "task", False)
         mode = "auto" if tasks_too and not isinstance(where, list) else "stateful"
     try:
-        async with Client(where, timeout=args.timeout, stderr=stderr,
-                          headers=headers or None, auth=auth, mode=mode,
+        transport = Stdio(where, stderr=stderr) if isinstance(where, list) else Http(
+            where, headers=headers or None, auth=auth)
+        async with Client(transport, timeout=args.timeout, mode=mode,
                           elicitation=asker, elicitation_modes=("form", "url")) as client:
             return await _dispatch(client, args, rest, style, live, asker, where)
     except RemoteError as exc:

@@ -127,9 +127,9 @@ async def stored_access_token(url: str, timeout: float) -> str | None:
     store = auth.store
     tokens = _stored(store, url)[0][2]
     if tokens.expired():
-        from ..client import Client
+        from ..client import Client, Http
 
-        async with Client(url, auth=auth, timeout=timeout):
+        async with Client(Http(url, auth=auth), timeout=timeout):
             pass
         tokens = _stored(store, url)[0][2]
     return tokens.access_token
@@ -187,7 +187,7 @@ async def cmd_login(args: argparse.Namespace) -> int:
     import httpx
 
     from ..auth import AuthorizationFailed, ClientCredentials, LoopbackRedirect, OAuth
-    from ..client import Client, ServerUnreachable
+    from ..client import Client, Http, ServerUnreachable
     from ..protocol.errors import MCPError
     from .calls import UsageError
 
@@ -211,7 +211,7 @@ async def cmd_login(args: argparse.Namespace) -> int:
     name, failure = "", ""
     try:
         async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, read=None)) as http, \
-                Client(url, auth=oauth, http_client=http,
+                Client(Http(url, auth=oauth, http_client=http),
                        timeout=args.wait + args.timeout) as session:
             name = str(session.server_info.get("name") or "")
     except ServerUnreachable as exc:

@@ -8,7 +8,7 @@ token (importing it from here leaves the auth client modules unloaded).
 | module | job |
 |---|---|
 | ``client`` | ``Client``: opening the session, the request path, the typed methods |
-| ``connect`` | what a target is reached through, and why a server could not start |
+| ``connect`` | the transports (``Stdio``, ``Http``, a server in memory); why one failed |
 | ``handlers`` | the application's answers to server requests, and the capabilities they declare |
 | ``stateless`` | the 2026-07-28 revision: ``server/discover``, per-request ``_meta``, MRTR |
 | ``listen`` | ``Client.listen``: ``subscriptions/listen`` streams |
@@ -25,15 +25,26 @@ from ..protocol.errors import (
     OutputSchemaError,
     PaginationError,
     ServerUnreachable,
+    ToolError,
     TransportError,
 )
+from ..session import ProgressCallback
 from . import types
 from .client import Client
+from .connect import Http, Servable, Stdio
+from .handlers import (
+    ElicitationHandler,
+    LogHandler,
+    NotificationHandler,
+    RootsType,
+    SamplingHandler,
+)
 from .listen import ListenStream
 from .tasks import TaskHandle
 
 __all__ = [
-    "AuthorizationFailed", "Client", "HandshakeError", "InvalidResult", "ListenStream",
-    "OutputSchemaError", "PaginationError", "ServerUnreachable", "TaskHandle", "TransportError",
-    "types",
+    "AuthorizationFailed", "Client", "ElicitationHandler", "HandshakeError", "Http",
+    "InvalidResult", "ListenStream", "LogHandler", "NotificationHandler", "OutputSchemaError",
+    "PaginationError", "ProgressCallback", "RootsType", "SamplingHandler", "Servable",
+    "ServerUnreachable", "Stdio", "TaskHandle", "ToolError", "TransportError", "types",
 ]

@@ -1,8 +1,9 @@
 """``Client``: talk to any MCP server: in-process, a stdio command, or Streamable HTTP.
 
-    async with Client(["python", "server.py"]) as client:
+    async with Client(Stdio("python server.py")) as client:   # or Http(url), a Server
         tools = await client.list_tools()
-        result = await client.call_tool("add", {"a": 1, "b": 2})
+        result = await client.call_tool("add", {"a": 1, "b": 2}, result_type=int)
+        print(result.data)
 
 The client offers the newest revision it speaks, accepts an older stateful one, and
 refuses (``HandshakeError``) a revision it does not know; with ``mode="stateless"`` (or
@@ -18,9 +19,9 @@ import functools
 import itertools
 import logging
 import math
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AsyncExitStack, asynccontextmanager
-from typing import TYPE_CHECKING, Any, Literal, overload
+from typing import TYPE_CHECKING, Any, Literal, Never, TypeVar, overload
 
 import anyio
 
@@ -36,24 +37,37 @@ from ..protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
     HandshakeError,
-    MCPError,
     MethodNotFound,
-    RequestTimeout,
     ServerUnreachable,
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
-from ..protocol.stateless import SERVER_INFO
 from ..protocol.tasks import client_accepts
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
 from . import types as t
-from .connect import client_telemetry, is_url, open_stream, process_exit
-from .handlers import ElicitationHandler, Handlers, RootsType, SamplingHandler
+from .connect import (
+    Http,
+    Target,
+    Transport,
+    client_telemetry,
+    keep_alive,
+    open_stream,
+    process_exit,
+    transport_for,
+)
+from .handlers import (
+    ElicitationHandler,
+    Handlers,
+    LogHandler,
+    NotificationHandler,
+    RootsType,
+    SamplingHandler,
+)
 from .listen import Listens, ListenStream, wanted
-from .results import OutputSchemas, all_pages, parse, parse_list, routable
-from .stateless import Stateless
+from .results import OutputSchemas, all_pages, parse, parse_list, read_data, routable
+from .stateless import Stateless, described
 from .task_host import TaskHost
 from .tasks import (
     TaskHandle,
@@ -66,27 +80,30 @@ from .tasks import (
 )
 
 if TYPE_CHECKING:
-    import httpx
-
     from ..transports.http_client import HttpClientTransport
 
 log = logging.getLogger("mcpkit.client")
+R = TypeVar("R")
 
 
 class Client:
     """An MCP client session (see the module docstring).
 
-    ``target``: a ``Server`` object (in-memory), a command (``["python", "s.py"]`` or a
-    shell-style string) for stdio, or an ``http(s)://`` URL (Streamable HTTP; ``headers``
-    and ``auth`` — an ``httpx.Auth`` — apply to every HTTP request; ``http_client``: an
-    ``httpx.AsyncClient`` of your own, e.g. for proxies or TLS settings, left open).
-    Handlers: ``sampling``, ``elicitation``, ``roots`` (a list, or a callable returning
-    one), ``on_log(params)``, ``on_notification(method, params)``. ``ping_interval``:
-    seconds between keep-alive pings; an unanswered ping closes the connection.
-    ``tasks`` (docs/tasks.md): accept tasks from the server (the 2026-07-28 extension is
-    declared) and run the server's task-augmented sampling / elicitation (2025-11-25);
-    ``task_timeout``: how long, by default, a task is waited for. ``telemetry``: trace
-    requests with OpenTelemetry (True, or a ``session.Telemetry``; docs/middleware.md).
+    ``target``: what to talk to (``connect``): ``Stdio(command, env=, cwd=, stderr=)``,
+    ``Http(url, headers=, auth=, http_client=)``, or a ``Server`` object (in memory);
+    shortcuts: an ``http(s)://`` URL is ``Http(url)``, another string or a list of strings
+    is ``Stdio(command)``. A transport's options go to its object: given to ``Client``
+    they raise ``TypeError`` naming the transport that takes them.
+    Handlers (docs/client.md): ``sampling``, ``elicitation``, ``roots`` (a list, or a
+    callable returning one), ``on_log(params)``, ``on_notification(method, params)``.
+    ``ping_interval``: seconds between keep-alive pings; an unanswered ping closes the
+    connection. ``tasks`` (docs/tasks.md): accept tasks from the server (the 2026-07-28
+    extension is declared) and run the server's task-augmented sampling / elicitation
+    (2025-11-25); ``task_timeout``: how long, by default, a task is waited for.
+    ``raise_on_error``: ``call_tool`` raises ``ToolError`` for a result with
+    ``is_error`` (each call may say otherwise).
+    ``telemetry``: trace requests with OpenTelemetry (True, or a ``session.Telemetry``;
+    docs/middleware.md).
 
     Entering raises ``ServerUnreachable`` (nothing answered: no listener, the process
     exited) or ``HandshakeError`` (the server refused or did not answer). Every request
@@ -96,7 +113,7 @@ class Client:
 
     def __init__(
         self,
-        target: Any,
+        target: Target,
         *,
         name: str = "mcpkit-client",
         version: str = "0.1.0",
@@ -105,24 +122,21 @@ class Client:
         elicitation: ElicitationHandler | None = None,
         elicitation_modes: Sequence[str] = ("form",),
         roots: RootsType | None = None,
-        on_log: Callable[[JSONObject], Awaitable[None] | None] | None = None,
-        on_notification: Callable[[str, JSONObject], Awaitable[None] | None] | None = None,
+        on_log: LogHandler | None = None,
+        on_notification: NotificationHandler | None = None,
         timeout: float = 30.0,
         ping_interval: float | None = None,
-        mode: str = "stateful",
+        mode: Literal["stateful", "stateless", "auto"] = "stateful",
         protocol_version: str | None = None,
         versions: Sequence[str] = STATEFUL_VERSIONS,
-        env: dict[str, str] | None = None,
-        cwd: str | None = None,
-        stderr: Any = None,
-        headers: dict[str, str] | None = None,
-        auth: Any = None,
-        http_client: httpx.AsyncClient | None = None,
         tasks: bool = True,
         task_timeout: float = 600.0,
         telemetry: bool | Telemetry = False,
+        raise_on_error: bool = False,
+        **transport_options: Never,
     ) -> None:
-        self.target = target
+        self.transport: Transport = transport_for(target, transport_options)
+        self.raise_on_error = raise_on_error  # call_tool: an is_error result raises ToolError
         self.info: JSONObject = {"name": name, "version": version}
         self.timeout = timeout
         self.ping_interval = ping_interval  # seconds between keep-alive pings (None: off)
@@ -140,9 +154,6 @@ class Client:
         self._on_notification = on_notification
         self._offer = protocol_version
         self._versions = tuple(versions)
-        self._env, self._cwd, self._stderr = env, cwd, stderr
-        self._headers, self._auth = headers, auth  # HTTP: extra headers, an httpx.Auth
-        self._http_client = http_client
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
         self._outputs = OutputSchemas()
@@ -152,7 +163,7 @@ class Client:
         self.instructions: str | None = None
         self.stream: ByteStream | None = None  # a Server object's or a command's
         self.http_transport: HttpClientTransport | None = None  # a URL's
-        self.telemetry = client_telemetry(telemetry, target)
+        self.telemetry = client_telemetry(telemetry, self.transport)
         self._on_request = self._answer if self.telemetry is None else functools.partial(
             self.telemetry.answering, answer=self._answer)  # server -> client requests
 
@@ -185,20 +196,21 @@ class Client:
             await stack.aclose()
 
     async def _open_stream(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup) -> ByteStream:
-        """The byte stream to a ``Server`` object or a command (see ``connect``)."""
-        return await open_stream(self.target, tg, env=self._env, cwd=self._cwd,
-                                 stderr=self._stderr)
+        """The byte stream to a ``Server`` object or a ``Stdio`` command (see ``connect``)."""
+        assert not isinstance(self.transport, Http)
+        return await open_stream(self.transport, tg)
 
     async def _open_session(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup,
                             conn: Connection) -> Session:
         """The session over the target's transport, running in ``tg``."""
-        if is_url(self.target):
+        http = self.transport
+        if isinstance(http, Http):
             from ..transports.http_client import HttpClientTransport
 
             transport = HttpClientTransport(
-                self.target, conn, tg, on_request=self._on_request,
+                http.url, conn, tg, on_request=self._on_request,
                 on_notification=self._notification, on_event=self._on_event,
-                headers=self._headers, auth=self._auth, http=self._http_client,
+                headers=http.headers, auth=http.auth, http=http.http_client,
                 timeout=self.timeout)
             self.http_transport = transport
             stack.push_async_callback(transport.aclose)
@@ -224,7 +236,7 @@ class Client:
             if transport is not None and transport.unreachable is not None and not isinstance(
                     exc, ServerUnreachable):
                 raise ServerUnreachable(
-                    f"cannot reach {self.target}: {transport.unreachable}") from None
+                    f"cannot reach {transport.url}: {transport.unreachable}") from None
             raise
 
     async def _start(self, stack: AsyncExitStack) -> None:
@@ -255,7 +267,9 @@ class Client:
             raise HandshakeError(f"cannot start the session: {session.handshake_error}"
                                  ) from session.handshake_cause
         if self.ping_interval:
-            tg.start_soon(self._keepalive, self.ping_interval)
+            tg.start_soon(keep_alive, self.ping_interval, self.timeout, self.ping,
+                          lambda: self._session is None or self._session.closed,
+                          self._close_transport)
 
     def _on_event(self, session: Session, event: Event) -> None:
         """What the server said of itself in ``initialize`` — again when the transport had
@@ -271,36 +285,9 @@ class Client:
                                             required=required)
         if res is None:
             return False
-        caps = res.get("capabilities")
-        self.server_capabilities = caps if isinstance(caps, dict) else {}
+        self.server_capabilities, self.server_info, self.instructions = described(res)
         session.conn.peer_capabilities = self.server_capabilities
-        meta = res.get("_meta")
-        info = meta.get(SERVER_INFO) if isinstance(meta, dict) else None
-        self.server_info = info if isinstance(info, dict) else {}
-        instructions = res.get("instructions")
-        self.instructions = instructions if isinstance(instructions, str) else None
         return True
-
-    async def _keepalive(self, interval: float) -> None:
-        """Ping every ``interval`` seconds; a ping that goes unanswered within the request
-        timeout means the server is gone: the connection is closed, so every pending and
-        later call fails with ``ConnectionClosed`` instead of hanging."""
-        while True:
-            await anyio.sleep(interval)
-            session = self._session
-            if session is None or session.closed:
-                return
-            try:
-                await self.ping()  # server/discover in 2026-07-28, which has no ping
-            except RequestTimeout:
-                log.warning("the server did not answer a keep-alive ping within %ss; "
-                            "closing the connection", self.timeout)
-                await self._close_transport()
-                return
-            except MCPError as exc:
-                if not isinstance(exc, ConnectionClosed):  # closed: nothing left to watch
-                    log.warning("keep-alive pings stopped: %s", exc)
-                return
 
     @property
     def session(self) -> Session:
@@ -451,15 +438,21 @@ class Client:
 
     @overload
     async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
-                        timeout: float | None = None,
-                        on_progress: ProgressCallback | None = None,
-                        task: Literal[False] = False) -> t.CallToolResult: ...
+                        timeout: float | None = None, on_progress: ProgressCallback | None = None,
+                        task: Literal[False] = False, result_type: None = None,
+                        raise_on_error: bool | None = None) -> t.CallToolResult[Any]: ...
 
     @overload
     async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
-                        timeout: float | None = None,
-                        on_progress: ProgressCallback | None = None,
-                        task: Literal[True] | JSONObject) -> TaskHandle: ...
+                        timeout: float | None = None, on_progress: ProgressCallback | None = None,
+                        task: Literal[False] = False, result_type: type[R],
+                        raise_on_error: bool | None = None) -> t.CallToolResult[R]: ...
+
+    @overload
+    async def call_tool(self, name: str, arguments: JSONObject | None = None, *,
+                        timeout: float | None = None, on_progress: ProgressCallback | None = None,
+                        task: Literal[True] | JSONObject, result_type: Any = None,
+                        raise_on_error: bool | None = None) -> TaskHandle: ...
 
     async def call_tool(
         self,
@@ -469,10 +462,15 @@ class Client:
         timeout: float | None = None,
         on_progress: ProgressCallback | None = None,
         task: bool | JSONObject = False,
-    ) -> t.CallToolResult | TaskHandle:
+        result_type: Any = None,
+        raise_on_error: bool | None = None,
+    ) -> t.CallToolResult[Any] | TaskHandle:
         """Call a tool. ``structuredContent`` is checked against the tool's ``outputSchema``
-        (``OutputSchemaError`` on mismatch). A tool failure is a result with
-        ``is_error=True``, not an exception.
+        (``OutputSchemaError`` on mismatch) and becomes ``.data``: as is, or read as
+        ``result_type`` (a pydantic model, a dataclass, a TypedDict, a primitive type;
+        ``OutputSchemaError`` when it is not one). A tool failure is a result with
+        ``is_error=True``, not an exception, unless ``raise_on_error`` (default: the
+        client's) asks for a ``ToolError`` carrying its text.
 
         ``task=True`` (or the 2025-11-25 ``{"ttl": ms}``) returns a ``TaskHandle``
         instead (docs/tasks.md); ``CapabilityNotSupported`` when the server or the tool
@@ -482,16 +480,19 @@ class Client:
         params: JSONObject = {"name": name}
         if arguments is not None:
             params["arguments"] = arguments
+        raising = self.raise_on_error if raise_on_error is None else raise_on_error
+        read = functools.partial(self._tool_result, name, result_type, raising)
         handle = await start_tool_call(self, params, task, timeout=timeout,
-                                       on_progress=on_progress,
-                                       read=functools.partial(self._tool_result, name))
+                                       on_progress=on_progress, read=read)
         return handle if task is not False else await handle.result(timeout)
 
-    async def _tool_result(self, name: str, res: JSONObject) -> t.CallToolResult:
+    async def _tool_result(self, name: str, result_type: Any, raise_on_error: bool,
+                           res: JSONObject) -> t.CallToolResult[Any]:
         """What ``call_tool`` returns for ``res``, the result of calling tool ``name``."""
-        result = parse(t.CallToolResult, res, "tools/call")
+        result: t.CallToolResult[Any] = parse(t.CallToolResult, res, "tools/call")
         if not result.is_error and self.revision.has("structured_content"):
             await self._outputs.verify(name, result, self.list_tools)
+        read_data(name, result, result_type, raise_on_error)
         return result
 
     async def task_support(self, name: str, *, fetch: bool = True) -> str | None:

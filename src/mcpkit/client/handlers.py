@@ -25,6 +25,12 @@ SamplingHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
 ElicitationHandler = Callable[[JSONObject], Awaitable[JSONObject] | JSONObject]
 """Receives ``ElicitRequest`` params (``mode`` always set); returns an ``ElicitResult``."""
 RootsType = Sequence[str | JSONObject] | Callable[[], Any]
+"""The client's roots: ``file://`` URIs or ``{"uri", "name"}`` objects, or a function
+(sync or async) returning them, called at each ``roots/list``."""
+LogHandler = Callable[[JSONObject], Awaitable[None] | None]
+"""Receives ``LoggingMessageNotification`` params (``level``, ``data``, ``logger``)."""
+NotificationHandler = Callable[[str, JSONObject], Awaitable[None] | None]
+"""Receives the method and params of every notification from the server."""
 
 
 async def _call(fn: Callable[[JSONObject], Any], params: JSONObject) -> Any:

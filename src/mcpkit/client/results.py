@@ -5,19 +5,26 @@ rather than pydantic's error); a listing is followed through its pages
 (``PaginationError`` when the cursors go round in circles); a tool's ``x-mcp-header``
 declarations are checked before the client routes calls by them (2026-07-28); a tool's
 ``structuredContent`` is checked against the ``outputSchema`` it advertised
-(``OutputSchemaError``).
+(``OutputSchemaError``) and then read as the type the caller asked for (``read_data``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
 
-from ..protocol.errors import InvalidResult, MCPError, OutputSchemaError, PaginationError
+from ..protocol.errors import (
+    InvalidResult,
+    MCPError,
+    OutputSchemaError,
+    PaginationError,
+    ToolError,
+)
 from ..protocol.jsonrpc import JSONObject
 from . import types as t
 
@@ -33,9 +40,14 @@ def parse(model: type[M], value: Any, method: str) -> M:
     try:
         return model.model_validate(value)
     except ValidationError as exc:
-        where = "; ".join(f"{'.'.join(map(str, e['loc'])) or '<result>'}: {e['msg']}"
-                          for e in exc.errors()[:3])
-        raise InvalidResult(f"the server's answer to {method} is malformed: {where}") from exc
+        raise InvalidResult(f"the server's answer to {method} is malformed: "
+                            f"{_problems(exc, '<result>')}") from exc
+
+
+def _problems(exc: ValidationError, whole: str) -> str:
+    """The first three of pydantic's complaints, each after the path it is about."""
+    return "; ".join(f"{'.'.join(map(str, e['loc'])) or whole}: {e['msg']}"
+                     for e in exc.errors()[:3])
 
 
 def parse_list(model: type[M], value: Any, method: str, key: str) -> list[M]:
@@ -146,7 +158,7 @@ class OutputSchemas:
         self._support.clear()
         self._validators.clear()
 
-    async def verify(self, name: str, result: t.CallToolResult,
+    async def verify(self, name: str, result: t.CallToolResult[Any],
                      relist: Callable[[], Awaitable[Any]]) -> None:
         """``check``, after listing the tools (``relist``) when ``name`` is not known; if
         that listing fails, a warning and no check: the call itself succeeded."""
@@ -159,7 +171,7 @@ class OutputSchemas:
                 return
         self.check(name, result)
 
-    def check(self, name: str, result: t.CallToolResult) -> None:
+    def check(self, name: str, result: t.CallToolResult[Any]) -> None:
         """Raise ``OutputSchemaError`` unless ``result`` of tool ``name`` has the
         ``structuredContent`` its ``outputSchema`` asks for (no schema: nothing to check)."""
         schema = self._schemas.get(name)
@@ -180,3 +192,66 @@ class OutputSchemas:
                 f"tool {name!r} returned structuredContent that does not match its "
                 f"outputSchema: {'; '.join(errors[:3])}"
             )
+
+
+@functools.lru_cache(maxsize=256)
+def _reader(result_type: Any) -> tuple[TypeAdapter[Any], bool]:
+    """A validator for ``result_type`` and whether a server wraps its values in
+    ``{"result": ...}``: as the spec's ``structuredContent`` is an object, a value whose
+    JSON Schema is not ``"type": "object"`` travels wrapped (mcpkit's and other servers'
+    convention)."""
+    try:
+        adapter: TypeAdapter[Any] = TypeAdapter(result_type)
+    except PydanticUserError as exc:  # a type pydantic cannot validate into
+        raise TypeError(f"result_type {_type_name(result_type)} cannot be read: {exc}"
+                        ) from None
+    try:
+        schema = adapter.json_schema()
+        wrapped = bool(schema) and schema.get("type") != "object"  # {}: Any, as is
+    except Exception:  # no JSON Schema for this type (pydantic's errors vary): as is
+        wrapped = False
+    return adapter, wrapped
+
+
+def _type_name(result_type: Any) -> str:
+    return getattr(result_type, "__name__", None) or repr(result_type)
+
+
+def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
+              raise_on_error: bool) -> None:
+    """Fill ``result.data`` for tool ``name``'s result: its ``structuredContent`` (already
+    checked against the tool's ``outputSchema``), as ``result_type`` when one is given.
+
+    Raises ``ToolError`` for an ``is_error`` result when ``raise_on_error``, and
+    ``OutputSchemaError`` when the content is missing or is not a ``result_type``."""
+    if result.is_error:
+        if raise_on_error:
+            raise ToolError(result.text or f"tool {name!r} failed without saying why", result)
+        return
+    content = result.structured_content
+    if result_type is None:
+        result._data = content
+        return
+    if content is None:
+        raise OutputSchemaError(
+            f"tool {name!r} returned no structuredContent, so there is no "
+            f"{_type_name(result_type)} to read; call it without result_type and read "
+            "its content")
+    try:
+        adapter, wrapped = _reader(result_type)
+    except TypeError:  # an unhashable type (Annotated with a dict, say): not cached
+        adapter, wrapped = _reader.__wrapped__(result_type)
+    value: Any = content
+    if wrapped:
+        if set(content) != {"result"}:
+            raise OutputSchemaError(
+                f"tool {name!r} returned structuredContent with keys {sorted(content)[:5]}; "
+                f"a {_type_name(result_type)} travels as {{\"result\": value}}: ask for "
+                "a type that matches the tool's outputSchema")
+        value = content["result"]
+    try:
+        result._data = adapter.validate_python(value)
+    except ValidationError as exc:
+        raise OutputSchemaError(
+            f"tool {name!r} returned structuredContent that is not a "
+            f"{_type_name(result_type)}: {_problems(exc, '<value>')}") from None

@@ -26,7 +26,13 @@ from ..protocol.errors import (
     RemoteError,
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
-from ..protocol.stateless import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROTOCOL_VERSION
+from ..protocol.stateless import (
+    CLIENT_CAPABILITIES,
+    CLIENT_INFO,
+    LOG_LEVEL,
+    PROTOCOL_VERSION,
+    SERVER_INFO,
+)
 from ..protocol.tasks import AUGMENTABLE
 from ..protocol.tasks import EXTENSION as TASKS_EXTENSION
 from ..protocol.versions import STATELESS_VERSIONS
@@ -179,3 +185,14 @@ class Stateless:
             raise CapabilityNotSupported(f"the server asked for {method!r}, which this "
                                          "client has no handler for")
         return await answer
+
+
+def described(res: JSONObject) -> tuple[JSONObject, JSONObject, str | None]:
+    """What a ``server/discover`` result says of the server: its capabilities, its
+    ``serverInfo`` (from ``_meta``) and its instructions, each empty when malformed."""
+    caps = res.get("capabilities")
+    meta = res.get("_meta")
+    info = meta.get(SERVER_INFO) if isinstance(meta, dict) else None
+    instructions = res.get("instructions")
+    return (caps if isinstance(caps, dict) else {}, info if isinstance(info, dict) else {},
+            instructions if isinstance(instructions, str) else None)

@@ -155,13 +155,16 @@ class TaskWatchers:
         return task
 
 
-ResultReader = Callable[[JSONObject], Awaitable[t.CallToolResult]]
+ResultReader = Callable[[JSONObject], Awaitable[t.CallToolResult[Any]]]
 """Turns a ``tools/call`` result into what ``Client.call_tool`` returns (checks included)."""
 
 
-async def read_plain(res: JSONObject) -> t.CallToolResult:
-    """A ``tools/call`` result of a tool whose ``outputSchema`` is not known."""
-    return parse(t.CallToolResult, res, "tools/call")
+async def read_plain(res: JSONObject) -> t.CallToolResult[Any]:
+    """A ``tools/call`` result of a tool whose ``outputSchema`` is not known (``data``:
+    its ``structured_content`` as is)."""
+    result: t.CallToolResult[Any] = parse(t.CallToolResult, res, "tools/call")
+    result._data = result.structured_content
+    return result
 
 
 class TaskHandle:
@@ -305,7 +308,7 @@ class TaskHandle:
             pass
         return self.task
 
-    async def result(self, timeout: float | None = None) -> t.CallToolResult:
+    async def result(self, timeout: float | None = None) -> t.CallToolResult[Any]:
         """Exactly what the plain call would have returned, once the task has ended (or
         the error it would have raised: a ``RemoteError``). A cancelled task raises
         ``TaskCancelled``; ``TaskTimeout`` as ``wait``."""

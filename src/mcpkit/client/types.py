@@ -1,14 +1,18 @@
 """Typed results the client returns: pydantic models over the MCP result shapes.
 
 Models accept unknown fields (``extra="allow"``) so a newer server's additions survive,
-and use the wire's camelCase names as aliases (``input_schema`` <-> ``inputSchema``).
+and use the wire's camelCase names as aliases (``input_schema`` <-> ``inputSchema``). One
+naming style: every field the protocol defines is a snake_case attribute, nested objects
+(annotations, icons, ``execution``) included; what stays a dict is data of the server's
+own (``meta``, JSON Schemas, ``structured_content``, capabilities). ``to_wire()`` gives
+any of them back as the wire's camelCase JSON.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Generic, Literal, TypeVar
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
 from pydantic.alias_generators import to_camel
 
 from ..protocol.tasks import CORE, EXT, TaskStatus, is_terminal
@@ -19,25 +23,75 @@ class Model(BaseModel):
 
     meta: dict[str, Any] | None = Field(default=None, alias="_meta")
 
+    def to_wire(self) -> dict[str, Any]:
+        """This object as it travels: camelCase names, unset fields left out."""
+        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+
+
+class Annotations(Model):
+    """Hints on a content block or a resource: who it is for, how much it matters."""
+
+    audience: list[str] | None = None  # roles: "user", "assistant"
+    priority: float | None = None
+    last_modified: str | None = None
+
+
+class ToolAnnotations(Model):
+    """Hints about a tool's behaviour (the wire's ``readOnlyHint``, ...): a client may
+    show them, never trust them from an untrusted server."""
+
+    title: str | None = None
+    read_only_hint: bool | None = None
+    destructive_hint: bool | None = None
+    idempotent_hint: bool | None = None
+    open_world_hint: bool | None = None
+
+
+class Icon(Model):
+    """An icon of a tool, resource, prompt or implementation."""
+
+    src: str
+    mime_type: str | None = None
+    sizes: list[str] | None = None
+    theme: str | None = None  # "light" or "dark"
+
+
+class ToolExecution(Model):
+    """How a tool runs (2025-11-25): ``task_support`` is ``forbidden``, ``optional`` or
+    ``required`` (absent: forbidden)."""
+
+    task_support: str | None = None
+
+
+class Implementation(Model):
+    """A client's or server's name and version (``serverInfo``)."""
+
+    name: str
+    version: str
+    title: str | None = None
+    description: str | None = None
+    website_url: str | None = None
+    icons: list[Icon] | None = None
+
 
 class TextContent(Model):
     type: Literal["text"] = "text"
     text: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | None = None
 
 
 class ImageContent(Model):
     type: Literal["image"] = "image"
     data: str
     mime_type: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | None = None
 
 
 class AudioContent(Model):
     type: Literal["audio"] = "audio"
     data: str
     mime_type: str
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | None = None
 
 
 class ResourceContents(Model):
@@ -50,7 +104,7 @@ class ResourceContents(Model):
 class EmbeddedResource(Model):
     type: Literal["resource"] = "resource"
     resource: ResourceContents
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | None = None
 
 
 class ResourceLink(Model):
@@ -60,6 +114,9 @@ class ResourceLink(Model):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    size: int | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
 
 
 ContentBlock = Annotated[
@@ -74,22 +131,37 @@ class Tool(Model):
     description: str | None = None
     input_schema: dict[str, Any]
     output_schema: dict[str, Any] | None = None
-    annotations: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
-    execution: dict[str, Any] | None = None  # 2025-11-25: {"taskSupport": ...}
+    annotations: ToolAnnotations | None = None
+    icons: list[Icon] | None = None
+    execution: ToolExecution | None = None  # 2025-11-25
 
     @property
     def task_support(self) -> str:
-        """``execution.taskSupport`` (2025-11-25): ``forbidden`` (the default),
+        """``execution.task_support`` (2025-11-25): ``forbidden`` (the default),
         ``optional`` or ``required``."""
-        value = (self.execution or {}).get("taskSupport")
+        value = self.execution.task_support if self.execution else None
         return value if value in ("optional", "required") else "forbidden"
 
 
-class CallToolResult(Model):
+T = TypeVar("T")
+
+
+class CallToolResult(Model, Generic[T]):
+    """A ``tools/call`` result. ``data`` is its ``structured_content`` once checked against
+    the tool's ``outputSchema``, as the ``result_type`` the caller asked for
+    (``Client.call_tool``); ``is_error``: the tool failed (``content`` says why)."""
+
     content: list[ContentBlock] = []
     structured_content: dict[str, Any] | None = None
     is_error: bool = False
+    _data: Any = PrivateAttr(default=None)
+
+    @property
+    def data(self) -> T:
+        """The structured result: ``structured_content`` as the caller's ``result_type``
+        (a primitive type unwrapped from the ``{"result": ...}`` a server wraps it in), or
+        as is without one; None when the tool returned none (or failed)."""
+        return self._data  # type: ignore[no-any-return]
 
     @property
     def text(self) -> str:
@@ -104,7 +176,8 @@ class Resource(Model):
     description: str | None = None
     mime_type: str | None = None
     size: int | None = None
-    annotations: dict[str, Any] | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
 
 
 class ResourceTemplate(Model):
@@ -113,6 +186,8 @@ class ResourceTemplate(Model):
     title: str | None = None
     description: str | None = None
     mime_type: str | None = None
+    annotations: Annotations | None = None
+    icons: list[Icon] | None = None
 
 
 class ReadResourceResult(Model):
@@ -131,6 +206,7 @@ class Prompt(Model):
     title: str | None = None
     description: str | None = None
     arguments: list[PromptArgument] | None = None
+    icons: list[Icon] | None = None
 
 
 class PromptMessage(Model):
@@ -152,7 +228,7 @@ class Completion(Model):
 class InitializeResult(Model):
     protocol_version: str
     capabilities: dict[str, Any]
-    server_info: dict[str, Any]
+    server_info: Implementation
     instructions: str | None = None
 
 

@@ -232,7 +232,14 @@ class ToolError(MCPError):
 
     Use it for failures the model can act on ("city not found: try a nearby larger city").
     Any other exception raised by a tool is reported with a generic, safe message.
+
+    On the client, ``call_tool(..., raise_on_error=True)`` raises it for a result with
+    ``isError``: the message is the result's text, ``result`` the whole result.
     """
+
+    def __init__(self, message: str, result: Any = None) -> None:
+        super().__init__(message)
+        self.result = result  # the client's CallToolResult (None when a tool raises it)
 
 
 # ---------------------------------------------------------------------- client side
