@@ -126,6 +126,7 @@ class Server:
         #: The tasks of this server (``task_runs.TaskManager``): tools registered with
         #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
         self.tasks = TaskManager(task_store, max_live=max_tasks)
+        self._own_task_store = task_store is None  # asgi_app(store=...) may share them
         self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
@@ -421,7 +422,8 @@ class Server:
         - ``store``: run as one of several instances sharing all their state, on Redis
           (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
           session records, SSE event logs, the ``requestState`` key, rate-limit buckets
-          (unless ``Server(rate_limit_store=...)`` was given), and delivery between
+          (unless ``Server(rate_limit_store=...)`` was given), task records (unless
+          ``Server(task_store=...)`` was given; docs/tasks.md), and delivery between
           instances; ``event_store``/``session_store`` given too win over its own. Any
           instance then serves any request of any session (docs/deployment.md). Redis
           unreachable: 503 with ``Retry-After`` to the requests that need it.
@@ -451,6 +453,12 @@ class Server:
             if self._own_buckets and self._watch.limiter is not None:
                 self._watch.limiter.store = stores.buckets
             sharing = Sharing(stores, self._peers, lifespan)
+            if self._own_task_store:  # tasks shared too, unless Server(task_store=...)
+                from .task_relay import TaskRelay
+
+                self.tasks.store = stores.tasks
+                sharing.relay = self.tasks.relay = TaskRelay(stores.bus, stores.tasks,
+                                                             self.tasks)
             lifespan = sharing.scope
         if event_store is not None:
             config.event_store = event_store

@@ -21,7 +21,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
 
@@ -40,6 +40,9 @@ from ..protocol.tasks import (
 from ..session import Session
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
+
+if TYPE_CHECKING:
+    from .task_relay import TaskRelay
 
 log = logging.getLogger("mcpkit.server.tasks")
 RESTARTED = ("The server restarted while this task was running, so it did not finish; "
@@ -101,7 +104,8 @@ class TaskRun:
         key = self._fresh_key(key or method.split("/")[0])
         pending = self.inputs[key] = _Input(method, params)
         try:
-            await self.manager.move(self, "input_required")
+            if not await self.manager.move(self, "input_required"):
+                await self.manager.save_inputs(self)  # already input_required: one more
             await pending.done.wait()
         finally:
             self.inputs.pop(key, None)
@@ -109,6 +113,8 @@ class TaskRun:
             raise RequestTimeout(f"the task ended before the client answered '{method}'")
         if not self.inputs:
             await self.manager.move(self, "working")
+        else:
+            await self.manager.save_inputs(self)
         return pending.answer
 
     def _fresh_key(self, base: str) -> str:
@@ -218,6 +224,9 @@ class TaskManager:
         #: Called with an extension task after each status change (``notifications/tasks``
         #: on the listen streams watching it).
         self.on_change: Callable[[TaskRun], None] | None = None
+        #: Shared deployments: carries tasks/update and tasks/cancel to the instance
+        #: running a task (``task_relay.TaskRelay``); None: every task runs here.
+        self.relay: TaskRelay | None = None
 
     async def _start(self) -> None:
         """Once per process: fail the tasks a previous process left unfinished."""
@@ -299,6 +308,8 @@ class TaskManager:
         if message is not None or is_terminal(status):
             record.message = message
         record.result, record.error = result, error
+        live = run.form.extension and not is_terminal(status)
+        record.inputs = (run.input_requests() or None) if live else None
         if is_terminal(status):
             self._finish(run)
         async with run.lock:
@@ -311,6 +322,14 @@ class TaskManager:
         elif run.form.extension and self.on_change is not None:
             self.on_change(run)
         return True
+
+    async def save_inputs(self, run: TaskRun) -> None:
+        """Store ``run``'s outstanding input requests (its status unchanged), so every
+        instance answers ``tasks/get`` with them."""
+        if run.form.extension and run.record.status == "input_required":
+            run.record.inputs = run.input_requests() or None
+            async with run.lock:
+                await self.store.put(run.record)
 
     def _finish(self, run: TaskRun) -> None:
         owner = run.record.owner
