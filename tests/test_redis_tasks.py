@@ -19,9 +19,9 @@ from mcpkit.storage import StoreUnavailable
 from mcpkit.storage.redis_link import RedisLink
 from mcpkit.storage.redis_tasks import ORPHANED, RedisTaskStore
 from mcpkit.storage.tasks import TaskRecord
-from tests.support.redis import RedisServer
+from tests.support.redis import BOUNDED, RedisServer
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, BOUNDED]
 
 
 @pytest.fixture
@@ -126,6 +126,26 @@ async def test_abandon_fails_only_orphans(two: tuple[RedisTaskStore, RedisTaskSt
     assert orphan is not None and orphan.status == "failed" and orphan.message == "gone"
     assert (await b.get("alive")).status == "working"  # type: ignore[union-attr]
     assert await b.abandon("gone") == 0
+
+
+async def test_aclose_stops_the_heartbeat_and_keeps_the_callers_cancel(
+        two: tuple[RedisTaskStore, RedisTaskStore]) -> None:
+    """Closing the store ends its heartbeat; the closer cancelled meanwhile (a test runner
+    tearing down, a server stopping) is cancelled, not left running with its cancel
+    swallowed."""
+    a, _ = two
+    await a.put(record("t"))  # a running task: the heartbeat starts
+    beating = a._beating
+    assert beating is not None and not beating.done()
+    closing = asyncio.create_task(a.aclose())
+    await asyncio.sleep(0)
+    closing.cancel()
+    await asyncio.wait([closing], timeout=5)
+    assert closing.cancelled()
+    await asyncio.wait([beating], timeout=5)
+    assert beating.done()
+    await a.aclose()  # again, to completion: nothing left to stop
+    assert a._beating is None
 
 
 async def test_a_stopped_redis_fails_fast_with_store_unavailable() -> None:

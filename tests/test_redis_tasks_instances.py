@@ -25,11 +25,11 @@ import pytest
 from mcpkit.protocol.tasks import EXTENSION
 from mcpkit.transports.http_routing import header_value
 from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp, free_port
-from tests.support.redis import RedisServer
+from tests.support.redis import BOUNDED, RedisServer
 from tests.test_redis_instances import instances
 from tests.test_tasks_http import everything_process
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, BOUNDED]
 MODERN = "2026-07-28"
 META = {"io.modelcontextprotocol/protocolVersion": MODERN,
         "io.modelcontextprotocol/clientCapabilities": {"elicitation": {},

@@ -23,6 +23,7 @@ from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
 from ..storage.bus import DEPLOYMENT, LIST_CHANGED, TASKS, UPDATED
+from ..storage.cancels import stop_tasks
 from ..storage.faults import StoreUnavailable
 from .peers import Peers
 
@@ -75,8 +76,8 @@ class Sharing:
                 yield state
         finally:
             self.peers.announce = self.peers.reaches = None
-            for task in list(self._tasks):
-                task.cancel()
+            await stop_tasks(list(self._tasks), self.stores.link.timeout * 2 + 1,
+                             "deployment announcement")
             if self.relay is not None:
                 await self.relay.stop()
             await self.stores.aclose()

@@ -26,6 +26,7 @@ import orjson
 from ..protocol.errors import ProtocolError
 from ..protocol.jsonrpc import JSONObject
 from ..storage.bus import TASK
+from ..storage.cancels import stop_tasks
 from ..storage.faults import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -65,8 +66,8 @@ class TaskRelay:
         await self.bus.listen(channel(self.instance), self.heard)
 
     async def stop(self) -> None:
-        for work in list(self._work):
-            work.cancel()
+        """Stop the calls being done here and stop listening."""
+        await stop_tasks(list(self._work), self.timeout, "task relay")
         with contextlib.suppress(StoreUnavailable):
             await self.bus.unlisten(channel(self.instance))
 

@@ -30,6 +30,7 @@ import time
 from typing import Any
 
 from ..protocol.tasks import is_terminal
+from .cancels import stop_tasks
 from .faults import StoreUnavailable
 from .redis_link import RedisLink
 from .tasks import TaskRecord, failed_error
@@ -251,9 +252,7 @@ class RedisTaskStore:
         with it) and forget it in Redis."""
         beating, self._beating = self._beating, None
         if beating is not None:
-            beating.cancel()
-            with contextlib.suppress(BaseException):
-                await beating
+            await stop_tasks([beating], self.link.timeout * 2 + 1, "task heartbeat")
         key = self._beat_key(self.instance)
         with contextlib.suppress(StoreUnavailable):
             await self.link.run("stop the heartbeat", lambda r: r.delete(key))
