@@ -146,6 +146,8 @@ async def test_aclose_stops_the_heartbeat_and_keeps_the_callers_cancel(
     assert beating.done()
     await a.aclose()  # again, to completion: nothing left to stop
     assert a._beating is None
+    await a.put(record("late"))  # a handler saving its inputs as the instance stops
+    assert a._beating is None  # no heartbeat started again after aclose
 
 
 async def test_a_stopped_redis_fails_fast_with_store_unavailable() -> None:

@@ -107,6 +107,11 @@ async def test_inputs_answered_through_other_instances(three: list[LiveServer],
     a, b, c = three
     task_id = await create(http, a.url, "multi_input", {})
     waiting = await until(http, b.url, task_id, "input_required")
+    for _ in range(100):  # bounded: 5 s; A stores the second request right after the first
+        if set(waiting["inputRequests"]) == {"name", "confirm"}:
+            break
+        await anyio.sleep(0.05)
+        waiting = await get(http, b.url, task_id)
     assert set(waiting["inputRequests"]) == {"name", "confirm"}
     assert waiting["inputRequests"]["name"]["method"] == "elicitation/create"
     # a malformed answer: A's check, relayed back as it answered (-32602)

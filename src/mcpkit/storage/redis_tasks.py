@@ -88,6 +88,7 @@ class RedisTaskStore:
         self._put = self.link.script(PUT)
         self._alive = self.link.script(ALIVE)
         self._beating: asyncio.Task[None] | None = None
+        self._closed = False  # aclose() was called: no heartbeat is started again
 
     def _key(self, task_id: str) -> str:
         return self.link.key("t", task_id)
@@ -234,13 +235,17 @@ class RedisTaskStore:
     # ------------------------------------------------------------------ heartbeat
 
     def _beat(self) -> None:
-        """Keep this instance's heartbeat going (started with its first running task)."""
+        """Keep this instance's heartbeat going (started with its first running task;
+        never again once closed: a handler still saving its inputs while the instance
+        stops must not leave a heartbeat running, nor keep its tasks alive)."""
+        if self._closed:
+            return
         if self._beating is None or self._beating.done():
             self._beating = asyncio.get_running_loop().create_task(self._beats())
 
     async def _beats(self) -> None:
         key, px = self._beat_key(self.instance), int(self.heartbeat * 3000)
-        while True:
+        while not self._closed:
             try:
                 await self.link.run("renew the heartbeat", lambda r: r.set(key, b"1", px=px))
             except StoreUnavailable as exc:
@@ -250,6 +255,7 @@ class RedisTaskStore:
     async def aclose(self) -> None:
         """Stop the heartbeat (this instance's running tasks are then orphaned: they end
         with it) and forget it in Redis."""
+        self._closed = True
         beating, self._beating = self._beating, None
         if beating is not None:
             await stop_tasks([beating], self.link.timeout * 2 + 1, "task heartbeat")
