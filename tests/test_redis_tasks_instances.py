@@ -211,3 +211,19 @@ async def test_a_killed_instances_task_fails_on_the_survivors(
             assert failed["error"]["code"] == -32603
     finally:
         doomed.kill()
+
+
+async def test_a_stopped_instances_running_task_ends_failed_at_once(
+        redis: RedisServer, http: httpx.AsyncClient) -> None:
+    """An instance stopped gracefully (its ASGI lifespan ends) stops its task handlers and
+    stores their end before closing its Redis connections: the survivor reads ``failed``
+    at once, with the handler's own message, not only once the heartbeat lapses."""
+    with instances(redis.url, count=1) as stack:
+        (survivor,) = stack.servers  # type: ignore[attr-defined]
+        with instances(redis.url, count=1) as leaving:
+            (doomed,) = leaving.servers  # type: ignore[attr-defined]
+            task_id = await create(http, doomed.url, "slow_compute", {"seconds": 60})
+            assert (await get(http, survivor.url, task_id))["status"] == "working"
+        failed = await get(http, survivor.url, task_id)
+        assert failed["status"] == "failed", failed
+        assert failed["statusMessage"] == "The server stopped this task before it finished."

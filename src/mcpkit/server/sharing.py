@@ -78,7 +78,9 @@ class Sharing:
             self.peers.announce = self.peers.reaches = None
             await stop_tasks(list(self._tasks), self.stores.link.timeout * 2 + 1,
                              "deployment announcement")
-            if self.relay is not None:
+            if self.relay is not None:  # this instance's task handlers end (stored as
+                # failed while Redis is still open to them), then the relay stops
+                await self.relay.manager.stop_handlers(self.stores.link.timeout * 2 + 1)
                 await self.relay.stop()
             await self.stores.aclose()
 

@@ -38,6 +38,7 @@ from ..protocol.tasks import (
     with_related,
 )
 from ..session import Session
+from ..storage.cancels import stop_tasks
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
 
@@ -291,6 +292,12 @@ class TaskManager:
         run.handle = handle
         self._handles.add(handle)
         handle.add_done_callback(self._handles.discard)
+
+    async def stop_handlers(self, seconds: float) -> None:
+        """Cancel the handlers running here and wait (up to ``seconds``) while each stores
+        its end (``failed``: the server stopped it); for an instance leaving a shared
+        deployment, before its stores close."""
+        await stop_tasks(list(self._handles), seconds, "task handler")
 
     def view(self, record: TaskRecord, form: WireForm) -> JSONObject:
         """The ``Task`` object of ``record`` in ``form``."""
