@@ -71,16 +71,18 @@ class Sharing:
         self._loop = asyncio.get_running_loop()
         self._spawn(self._listen())
         self.peers.announce, self.peers.reaches = self.announce, self.reaches
+        bound = self.stores.link.timeout * 2 + 1
         try:
             async with self.lifespan() as state:
-                yield state
+                try:
+                    yield state
+                finally:  # this instance's task handlers end while the server's lifespan
+                    if self.relay is not None:  # and Redis are still there for them
+                        await self.relay.manager.stop_handlers(bound)  # (stored: failed)
         finally:
             self.peers.announce = self.peers.reaches = None
-            await stop_tasks(list(self._tasks), self.stores.link.timeout * 2 + 1,
-                             "deployment announcement")
-            if self.relay is not None:  # this instance's task handlers end (stored as
-                # failed while Redis is still open to them), then the relay stops
-                await self.relay.manager.stop_handlers(self.stores.link.timeout * 2 + 1)
+            await stop_tasks(list(self._tasks), bound, "deployment announcement")
+            if self.relay is not None:
                 await self.relay.stop()
             await self.stores.aclose()
 
