@@ -26,10 +26,10 @@ from mcpkit import Server
 from mcpkit.client import Client
 from mcpkit.storage.redis_sessions import RECHECK
 from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp, everything_server
-from tests.support.redis import RedisServer
+from tests.support.redis import BOUNDED, RedisServer
 from tests.support.schemas import validate
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, BOUNDED]
 
 ELICIT = {"elicitation": {}}
 

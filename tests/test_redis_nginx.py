@@ -25,8 +25,9 @@ import redis
 from mcpkit.client import Client
 from tests.support.deployment import Deployment
 from tests.support.http import McpHttp
+from tests.support.redis import BOUNDED
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, BOUNDED]
 
 
 @pytest.fixture

@@ -87,10 +87,11 @@ async def test_elicitation_rides_the_tasks_result_stream(http: httpx.AsyncClient
         assert (await wait_status(c, task_id, "completed"))["status"] == "completed"
 
 
-def _process(port: int, db: Path) -> Daemon:
-    """``examples/everything.py --http --sqlite db`` as a process of its own group."""
+def everything_process(port: int, log: Path, *options: str) -> Daemon:
+    """``examples/everything.py --http --port port <options>`` started as a process of its
+    own group (its output in ``log``)."""
     daemon = Daemon([sys.executable, str(EVERYTHING), "--http", "--port", str(port),
-                     "--sqlite", str(db)], port, db.with_suffix(".log"))
+                     *options], port, log)
     daemon.start()
     return daemon
 
@@ -100,7 +101,7 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
     finished task still answers tasks/result with its result; the task that was running
     is failed, with a message that says the server restarted."""
     db, port = tmp_path / "mcp.db", free_port()
-    first = _process(port, db)
+    first = everything_process(port, db.with_suffix(".log"), "--sqlite", str(db))
     try:
         c = McpHttp(http, f"http://127.0.0.1:{port}/mcp")
         await c.initialize(LATEST)
@@ -111,7 +112,7 @@ async def test_sqlite_restart_after_a_crash(http: httpx.AsyncClient, tmp_path: P
             "seconds": 60}, "task": {}})).json["result"]["task"]["taskId"]
     finally:
         first.kill()
-    second = _process(port, db)
+    second = everything_process(port, db.with_suffix(".log"), "--sqlite", str(db))
     try:
         reply = await c.request("tasks/result", {"taskId": done})
         assert "result" in reply.json, reply.json

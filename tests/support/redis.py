@@ -9,7 +9,16 @@ process id. Without persistence (``--save ""``, no append-only file) by default;
 
 from __future__ import annotations
 
+import pytest
+
 from .daemon import Daemon, InTempDir, require
+
+BOUNDED = pytest.mark.timeout(60, method="thread")
+"""The per-test bound of the Redis scale-out tests. pytest-timeout's default (signal)
+method raises inside the event loop, and the anyio runner's teardown then waits on
+whatever ignored the cancellation: a hang no timeout ends (as a task heartbeat that
+lost its cancel once did). The thread method dumps every thread's stack and ends the
+process, so a hang fails the run instead of blocking CI forever."""
 
 
 def redis_binary() -> str:

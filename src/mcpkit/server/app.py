@@ -135,6 +135,7 @@ class Server:
         #: The tasks of this server (``task_runs.TaskManager``): tools registered with
         #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
         self.tasks = TaskManager(task_store, max_live=max_tasks)
+        self._own_task_store = task_store is None  # asgi_app(store=...) may share them
         self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
@@ -290,20 +291,13 @@ class Server:
         ``<prefix lowercased>+file:///a`` (templates likewise). ``prefix``: 1-64 of
         ``A-Z a-z 0-9 . -``, starting with a letter.
 
-        Calls run ``server``'s functions in this process on this server's requests
-        (``ctx.server`` is ``server``); what it adds or removes later is served or
-        withdrawn at once, with this server's ``list_changed``; its resource updates
-        reach this server's subscribers. Its lifespan runs inside this one's; its
-        instructions are appended to this one's. A name that collides with one already
-        here is a ``ValueError`` (now, or at the ``add_*`` on ``server`` that would
-        collide later), as is a prefix already used or a mount that would contain
-        itself. See docs/composition.md.
+        Calls run in this process (``ctx.server`` is ``server``); later additions and
+        removals, resource updates, lifespan and instructions follow (docs/composition.md).
+        A colliding name, a prefix already used or a mount containing itself: ValueError.
         """
         from .mount import mount
 
         mount(self, prefix, server)
-
-    # ------------------------------------------------------------------ middleware
 
     def add_middleware(self, middleware: Middleware) -> None:
         """Add ``middleware`` inside those added before (the first is the outermost; see
@@ -492,7 +486,8 @@ class Server:
         - ``store``: run as one of several instances sharing all their state, on Redis
           (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
           session records, SSE event logs, the ``requestState`` key, rate-limit buckets
-          (unless ``Server(rate_limit_store=...)`` was given), and delivery between
+          (unless ``Server(rate_limit_store=...)`` was given), task records (unless
+          ``Server(task_store=...)`` was given; docs/tasks.md), and delivery between
           instances; ``event_store``/``session_store`` given too win over its own. Any
           instance then serves any request of any session (docs/deployment.md). Redis
           unreachable: 503 with ``Retry-After`` to the requests that need it.
@@ -522,6 +517,12 @@ class Server:
             if self._own_buckets and self._watch.limiter is not None:
                 self._watch.limiter.store = stores.buckets
             sharing = Sharing(stores, self._peers, lifespan)
+            if self._own_task_store:  # tasks shared too, unless Server(task_store=...)
+                from .task_relay import TaskRelay
+
+                self.tasks.store = stores.tasks
+                sharing.relay = self.tasks.relay = TaskRelay(stores.bus, stores.tasks,
+                                                             self.tasks)
             lifespan = sharing.scope
         if event_store is not None:
             config.event_store = event_store

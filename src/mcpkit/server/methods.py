@@ -10,7 +10,7 @@ protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import NotificationReceived, RequestReceived
@@ -223,8 +223,16 @@ class Methods:
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
         ids = wanted.get("taskIds")
         if isinstance(ids, list) and ids:  # the tasks extension's notifications/tasks
-            honoured["taskIds"] = self._tasks.watchable(session, event, ids)
+            watched = self._tasks.watchable(session, event, ids)
+            if not isinstance(watched, list):  # some known only to the shared store
+                return self._listen_later(session, event, honoured, watched)
+            honoured["taskIds"] = watched
         return self._peers.listen(session, event.id, honoured)
+
+    async def _listen_later(self, session: Session, event: RequestReceived, honoured: JSON,
+                            watched: Awaitable[list[str]]) -> JSON:
+        honoured["taskIds"] = await watched
+        return await self._peers.listen(session, event.id, honoured)
 
     # ------------------------------------------------------------------ prompts
 

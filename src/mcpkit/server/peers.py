@@ -20,6 +20,7 @@ key there without touching mcpkit's bookkeeping.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from typing import Any, Final
 
@@ -146,13 +147,29 @@ class Peers:
                                {"uri": uri, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
 
     def task_changed(self, task_id: str, params: Callable[[], JSON]) -> None:
-        """Send ``notifications/tasks`` (the DetailedTask ``params()``, built only when a
-        stream listens) to the listen streams that asked for ``task_id`` (2026-07-28
-        tasks extension)."""
-        detailed: JSON | None = None
+        """Send ``notifications/tasks`` (the DetailedTask ``params()``) to the listen
+        streams that asked for ``task_id`` (2026-07-28 tasks extension): here at once (in
+        order), and announced to the other instances when shared. ``params`` is called
+        at most once, and only when a stream here listens or the deployment is shared."""
+        built: list[JSON] = []
+
+        def detailed() -> JSON:
+            if not built:
+                built.append(params())
+            return built[0]
+
+        self._deliver_task(task_id, detailed)
+        if self.announce is not None:
+            self.announce("tasks", json.dumps([task_id, detailed()]))
+
+    def heard_task_changed(self, task_id: str, params: JSON) -> None:
+        """Deliver ``notifications/tasks`` announced by another instance to this
+        instance's listen streams."""
+        self._deliver_task(task_id, lambda: params)
+
+    def _deliver_task(self, task_id: str, detailed: Callable[[], JSON]) -> None:
+        """Notify this instance's listen streams that asked for ``task_id``."""
         for (session, rid), honoured in list(self.listening.items()):
             if task_id in honoured.get("taskIds", ()):
-                if detailed is None:
-                    detailed = params()
                 session.notify("notifications/tasks",
-                               {**detailed, "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)
+                               {**detailed(), "_meta": {SUBSCRIPTION_ID: rid}}, related=rid)

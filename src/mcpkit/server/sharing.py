@@ -15,18 +15,22 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
+import secrets
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
-from ..storage.bus import DEPLOYMENT, LIST_CHANGED, UPDATED
+from ..storage.bus import DEPLOYMENT, LIST_CHANGED, TASKS, UPDATED
+from ..storage.cancels import stop_tasks
 from ..storage.faults import StoreUnavailable
 from .peers import Peers
 
 if TYPE_CHECKING:
     from ..session import Session
     from ..storage.redis_stores import RedisStores
+    from .task_relay import TaskRelay
 
 log = logging.getLogger("mcpkit.server")
 
@@ -57,6 +61,9 @@ class Sharing:
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
         self._listening = False  # the deployment channel is listened to (else: local)
+        self.origin = secrets.token_hex(8)  # tells this instance's announcements apart
+        #: Set when the tasks are shared: carries tasks/update and tasks/cancel.
+        self.relay: TaskRelay | None = None
 
     @asynccontextmanager
     async def scope(self) -> AsyncIterator[Any]:
@@ -64,13 +71,19 @@ class Sharing:
         self._loop = asyncio.get_running_loop()
         self._spawn(self._listen())
         self.peers.announce, self.peers.reaches = self.announce, self.reaches
+        bound = self.stores.link.timeout * 2 + 1
         try:
             async with self.lifespan() as state:
-                yield state
+                try:
+                    yield state
+                finally:  # this instance's task handlers end while the server's lifespan
+                    if self.relay is not None:  # and Redis are still there for them
+                        await self.relay.manager.stop_handlers(bound)  # (stored: failed)
         finally:
             self.peers.announce = self.peers.reaches = None
-            for task in list(self._tasks):
-                task.cancel()
+            await stop_tasks(list(self._tasks), bound, "deployment announcement")
+            if self.relay is not None:
+                await self.relay.stop()
             await self.stores.aclose()
 
     def announce(self, kind: str, value: str) -> bool:
@@ -83,8 +96,11 @@ class Sharing:
             return False
         if running is not self._loop or not self._listening:
             return False
-        prefix = LIST_CHANGED if kind == "list_changed" else UPDATED
-        self._spawn(self._publish(prefix + value.encode()))
+        if kind == "tasks":  # delivered here already: tell the others only
+            message = TASKS + json.dumps([self.origin, *json.loads(value)]).encode()
+        else:
+            message = (LIST_CHANGED if kind == "list_changed" else UPDATED) + value.encode()
+        self._spawn(self._publish(message))
         return True
 
     def heard(self, message: bytes) -> None:
@@ -93,6 +109,11 @@ class Sharing:
             self.peers.heard_list_changed(value)
         elif kind == UPDATED:
             self.peers.heard_resource_updated(value)
+        elif kind == TASKS:
+            with contextlib.suppress(ValueError, TypeError):
+                origin, task_id, params = json.loads(value)
+                if origin != self.origin and isinstance(params, dict):
+                    self.peers.heard_task_changed(str(task_id), params)
 
     def _spawn(self, coro: Any) -> None:
         assert self._loop is not None
@@ -107,10 +128,18 @@ class Sharing:
             log.warning("a change could not be announced to the other instances: %s", exc)
 
     async def _listen(self) -> None:
-        """Listen to the deployment channel, retrying while Redis cannot be reached."""
+        """Listen to the deployment channel (and the task relay's), retrying while Redis
+        cannot be reached."""
+        await self._keep(lambda: self.stores.bus.listen(DEPLOYMENT, self.heard))
+        self._listening = True
+        if self.relay is not None:  # then this instance's task channel (one at a time)
+            await self._keep(self.relay.start)
+
+    @staticmethod
+    async def _keep(start: Callable[[], Any]) -> None:
+        """``await start()`` until it succeeds, retrying while Redis cannot be reached."""
         while True:
             with contextlib.suppress(StoreUnavailable):
-                await self.stores.bus.listen(DEPLOYMENT, self.heard)
-                self._listening = True
+                await start()
                 return
             await asyncio.sleep(LISTEN_RETRY)

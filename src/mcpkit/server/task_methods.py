@@ -18,12 +18,13 @@ An id the caller may not see is answered exactly like an unknown one: -32602.
 from __future__ import annotations
 
 import time
+from collections.abc import Coroutine
 from typing import Any
 
 import anyio
 
 from ..protocol.connection import RequestReceived
-from ..protocol.errors import InvalidParams, MissingClientCapability, ProtocolError
+from ..protocol.errors import InvalidParams, MissingClientCapability
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.tasks import (
     CORE,
@@ -40,18 +41,8 @@ from ..protocol.tasks import (
 from ..session import HandlerResult, Session
 from ..storage.tasks import TaskRecord, decode_cursor, encode_cursor
 from .task_calls import owner_of
+from .task_relay import NO_REPLY, ReplayedError
 from .task_runs import TaskManager, TaskRun, record_error
-
-
-class ReplayedError(ProtocolError):
-    """A stored JSON-RPC error, answered again as it was (``tasks/result``)."""
-
-    def __init__(self, error: JSONObject) -> None:
-        super().__init__(str(error.get("message", "")), error.get("data"))
-        self._error = error
-
-    def to_error(self) -> dict[str, Any]:
-        return dict(self._error)
 
 
 class TaskMethods:
@@ -98,13 +89,27 @@ class TaskMethods:
         return found or None
 
     def watchable(self, session: Session, event: RequestReceived, ids: list[Any]
-                  ) -> list[str]:
+                  ) -> list[str] | Coroutine[Any, Any, list[str]]:
         """The ``taskIds`` of a ``subscriptions/listen`` the server agrees to report on:
-        the caller's live tasks (at most 1000); the extension must be declared (-32021)."""
+        the caller's tasks (at most 1000); the extension must be declared (-32021). A
+        coroutine when some are known only to the shared store."""
         form = self._form(event)
         owner = owner_of(session, event.meta is not None)
-        return [i for i in ids[:1000] if isinstance(i, str)
-                and isinstance(self.manager.find_now(i, owner, form), tuple)]
+        found = {i: self.manager.find_now(i, owner, form) for i in ids[:1000]
+                 if isinstance(i, str)}
+        if all(f is not False for f in found.values()):
+            return [i for i, f in found.items() if isinstance(f, tuple)]
+        return self._watchable(found, owner, form)
+
+    async def _watchable(self, found: dict[str, Any], owner: str, form: WireForm
+                         ) -> list[str]:
+        out = []
+        for task_id, known in found.items():
+            if known is False:
+                known = await self.manager.find(task_id, owner, form)
+            if known:
+                out.append(task_id)
+        return out
 
     def notice(self, run: TaskRun) -> JSONObject:
         """``notifications/tasks`` params: the DetailedTask ``tasks/get`` would answer."""
@@ -127,7 +132,8 @@ class TaskMethods:
         if not form.extension:
             return task
         return detailed(task, result=record.result, error=record.error,
-                        input_requests=run.input_requests() if run is not None else None)
+                        input_requests=run.input_requests() if run is not None
+                        else record.inputs)
 
     def result(self, session: Session, event: RequestReceived) -> HandlerResult:
         form = self._form(event)
@@ -183,14 +189,21 @@ class TaskMethods:
     async def _cancel(self, session: Session, event: RequestReceived, form: WireForm
                       ) -> JSONObject:
         run, record = await self._find(session, event, form)
-        cancelled = False
+        cancelled: Any = False
+        relay = self.manager.relay
         if run is not None:
             cancelled = await self.manager.cancel(run)
-        elif not is_terminal(record.status):  # no handler here: the record alone
+        elif not is_terminal(record.status) and relay is not None:  # runs elsewhere
+            cancelled = await relay.call("cancel", record.task_id, None)
+            record = await self.manager.store.get(record.task_id) or record
+        if cancelled is NO_REPLY or (run is None and not cancelled
+                                     and not is_terminal(record.status)):
+            # no live handler anywhere: the record alone (a terminal one is kept)
             record.status, record.updated = "cancelled", time.time()
-            record.message = "Cancelled at the client's request."
+            record.message, record.inputs = "Cancelled at the client's request.", None
             await self.manager.store.put(record)
-            cancelled = True
+            record = await self.manager.store.get(record.task_id) or record
+            cancelled = record.status == "cancelled"
         if form.extension:
             return {}  # an empty ack, terminal or not (SEP-2663)
         if not cancelled:
@@ -209,9 +222,11 @@ class TaskMethods:
 
     async def _update(self, session: Session, event: RequestReceived, form: WireForm,
                       responses: JSONObject) -> JSONObject:
-        run, _ = await self._find(session, event, form)
+        run, record = await self._find(session, event, form)
         if run is not None:
             run.answer(responses)
+        elif self.manager.relay is not None and record.status == "input_required":
+            await self.manager.relay.call("update", record.task_id, responses)
         return {}
 
 

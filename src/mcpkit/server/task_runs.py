@@ -27,7 +27,7 @@ import logging
 import sys
 import time
 from collections.abc import Callable, Coroutine
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
 
@@ -45,8 +45,12 @@ from ..protocol.tasks import (
 )
 from ..session import Session
 from ..session.loop import running_asyncio_loop
+from ..storage.cancels import stop_tasks
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
+
+if TYPE_CHECKING:
+    from .task_relay import TaskRelay
 
 log = logging.getLogger("mcpkit.server.tasks")
 RESTARTED = ("The server restarted while this task was running, so it did not finish; "
@@ -163,7 +167,8 @@ class TaskRun:
         key = self._fresh_key(key or method.split("/")[0])
         pending = self.inputs[key] = _Input(method, params)
         try:
-            await self.manager.move(self, "input_required")
+            if not await self.manager.move(self, "input_required"):
+                await self.manager.save_inputs(self)  # already input_required: one more
             await pending.done.wait()
         finally:
             self.inputs.pop(key, None)
@@ -171,6 +176,8 @@ class TaskRun:
             raise RequestTimeout(f"the task ended before the client answered '{method}'")
         if not self.inputs:
             await self.manager.move(self, "working")
+        else:
+            await self.manager.save_inputs(self)
         return pending.answer
 
     def _fresh_key(self, base: str) -> str:
@@ -280,6 +287,9 @@ class TaskManager:
         #: Called with an extension task after each status change (``notifications/tasks``
         #: on the listen streams watching it).
         self.on_change: Callable[[TaskRun], None] | None = None
+        #: Shared deployments: carries tasks/update and tasks/cancel to the instance
+        #: running a task (``task_relay.TaskRelay``); None: every task runs here.
+        self.relay: TaskRelay | None = None
 
     async def _start(self) -> None:
         """Once per process: fail the tasks a previous process left unfinished."""
@@ -345,6 +355,20 @@ class TaskManager:
         self._handles.add(handle)
         handle.add_done_callback(self._handles.discard)
 
+    async def stop_handlers(self, seconds: float) -> None:
+        """Cancel the handlers running here and wait (up to ``seconds``) while each stores
+        its end (``failed``: the server stopped it); for an instance leaving a shared
+        deployment, before its stores close. A handler on another backend than asyncio
+        (trio's ``Detached``) is cancelled without the wait: the shared stores that need
+        this run on asyncio only."""
+        tasks = []
+        for handle in list(self._handles):
+            if isinstance(handle, asyncio.Task):
+                tasks.append(handle)
+            else:
+                handle.cancel()
+        await stop_tasks(tasks, seconds, "task handler")
+
     def view(self, record: TaskRecord, form: WireForm) -> JSONObject:
         """The ``Task`` object of ``record`` in ``form``."""
         return task_fields(record.task_id, record.status, record.created, record.updated,
@@ -361,6 +385,8 @@ class TaskManager:
         if message is not None or is_terminal(status):
             record.message = message
         record.result, record.error = result, error
+        live = run.form.extension and not is_terminal(status)
+        record.inputs = (run.input_requests() or None) if live else None
         if is_terminal(status):
             self._finish(run)
         async with run.lock:
@@ -373,6 +399,14 @@ class TaskManager:
         elif run.form.extension and self.on_change is not None:
             self.on_change(run)
         return True
+
+    async def save_inputs(self, run: TaskRun) -> None:
+        """Store ``run``'s outstanding input requests (its status unchanged), so every
+        instance answers ``tasks/get`` with them."""
+        if run.form.extension and run.record.status == "input_required":
+            run.record.inputs = run.input_requests() or None
+            async with run.lock:
+                await self.store.put(run.record)
 
     def _finish(self, run: TaskRun) -> None:
         owner = run.record.owner

@@ -466,11 +466,20 @@ class Session:
                 self._idle.set()
 
     def _spawn_callback(self, fn: Callable[..., Any], *args: Any) -> None:
+        """Call ``fn`` now, in the order the events came; a task only awaits what it
+        returns when that is awaitable (a sync callback costs no task, and sees its
+        events in order on every backend: trio does not start tasks in spawn order)."""
+        try:
+            res = fn(*args)
+        except Exception:
+            log.exception("callback %r failed", fn)
+            return
+        if res is None or not hasattr(res, "__await__"):
+            return
+
         async def call() -> None:
             try:
-                res = fn(*args)
-                if res is not None and hasattr(res, "__await__"):
-                    await res
+                await res
             except Exception:
                 log.exception("callback %r failed", fn)
 

@@ -15,7 +15,10 @@ instance that ``listen``s for that session (each ignores what is not for it):
 
 Deployment-wide changes go to ``DEPLOYMENT`` (a channel no session has), heard by every
 instance: ``LIST_CHANGED`` + a ``notifications/*/list_changed`` method, ``UPDATED`` + a
-resource URI (see ``mcpkit.server.sharing``).
+resource URI (see ``mcpkit.server.sharing``), ``TASKS`` + JSON ``[origin, task id,
+DetailedTask]``: a task's status changed (``notifications/tasks`` for the listen streams
+watching it). ``TASK`` + JSON: a ``tasks/update`` or ``tasks/cancel`` carried to the
+instance running the task, and its reply (``mcpkit.server.task_relay``).
 
 Delivery is at most once and only to instances listening at the time (Redis pub/sub):
 a message for a GET stream no instance holds open is dropped. Memory deployments have no
@@ -33,6 +36,8 @@ ENDED = b"E"
 CHANGED = b"C"
 LIST_CHANGED = b"L"
 UPDATED = b"R"
+TASK = b"T"
+TASKS = b"K"
 DEPLOYMENT = ""
 """The "session id" of deployment-wide messages (no session has an empty id)."""
 
@@ -54,5 +59,5 @@ class SessionBus(Protocol):
         ...
 
 
-__all__ = ["ANSWER", "CHANGED", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "UPDATED",
-           "SessionBus"]
+__all__ = ["ANSWER", "CHANGED", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "TASK", "TASKS",
+           "UPDATED", "SessionBus"]

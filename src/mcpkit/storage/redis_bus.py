@@ -16,6 +16,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from .cancels import keep_cancel, stop_tasks
 from .redis_link import RedisLink
 
 log = logging.getLogger("mcpkit.storage")
@@ -46,6 +47,7 @@ class _Subscriber:
     async def read(self) -> None:
         broken = False
         while True:
+            keep_cancel(0)  # a cancellation redis-py dropped (redis_link) ends the reader
             if not self.deliver:
                 await asyncio.sleep(0.05)
                 continue
@@ -116,5 +118,5 @@ class RedisBus:
         if sub is None:
             return
         if sub.reader is not None:
-            sub.reader.cancel()
+            await stop_tasks([sub.reader], self.link.timeout * 2 + 1, "session bus reader")
         await sub.pubsub.aclose()

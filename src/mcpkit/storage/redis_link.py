@@ -11,6 +11,9 @@ retried once on a fresh one, which is how an instance recovers by itself.
 Keys all start with ``prefix`` ("mcpkit:"), and a session's keys carry the session id as
 a hash tag (``{sid}``) so they sit in one slot of a Redis Cluster. The client is made per
 event loop (an asyncio client cannot be shared between loops).
+
+A cancellation requested during a call always ends it, even one redis-py dropped (see
+``cancels``): ``run`` delivers it again.
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import secrets
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .cancels import cancels, keep_cancel
 from .faults import StoreUnavailable
 
 if TYPE_CHECKING:
@@ -94,16 +98,22 @@ class RedisLink:
 
     async def run(self, what: str, work: Callable[[redis.asyncio.Redis], Awaitable[T]]) -> T:
         """``work(client)``, bounded by ``timeout``; failures reaching Redis (and Redis
-        errors such as LOADING) become ``StoreUnavailable`` naming ``what`` was tried."""
+        errors such as LOADING) become ``StoreUnavailable`` naming ``what`` was tried. A
+        cancellation requested meanwhile always ends it with ``CancelledError``, even when
+        redis-py dropped it (``cancels``)."""
         errors = self._driver.exceptions
+        asked = cancels()
         try:
             async with asyncio.timeout(self.timeout * 2 + 0.5):
-                return await work(self.client())
+                done = await work(self.client())
         except (TimeoutError, OSError, errors.ConnectionError, errors.TimeoutError,
                 errors.BusyLoadingError, errors.TryAgainError) as exc:
+            keep_cancel(asked)
             raise StoreUnavailable(
                 f"Service unavailable: the session store (Redis) could not {what} "
                 f"({type(exc).__name__}: {exc}); retry shortly.") from exc
+        keep_cancel(asked)
+        return done
 
     def secret(self) -> bytes:
         """The deployment's 32-byte key in Redis, made by whichever instance asked first

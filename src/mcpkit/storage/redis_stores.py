@@ -2,7 +2,8 @@
 
 ``Server.asgi_app(store="redis://...")`` builds this and wires each part where it belongs:
 session records (and the shared ``requestState`` key), SSE event logs, rate-limit
-buckets, and the bus carrying messages between instances holding one session. ``ttl`` is
+buckets, the bus carrying messages between instances holding one session, and task
+records (with each instance's heartbeat, so a stopped instance's tasks end ``failed``). ``ttl`` is
 the session idle timeout (records and event logs expire that long after their last use).
 """
 
@@ -15,6 +16,7 @@ from .redis_bus import RedisBus
 from .redis_events import RedisEventStore
 from .redis_link import RedisLink
 from .redis_sessions import RECHECK, RedisSessionStore
+from .redis_tasks import RedisTaskStore
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,20 +28,24 @@ class RedisStores:
     events: RedisEventStore
     buckets: RedisBuckets
     bus: RedisBus
+    tasks: RedisTaskStore
 
     @classmethod
     def from_url(cls, url: str, *, ttl: float = 3600.0, max_events: int = 1000,
-                 prefix: str = "mcpkit:", timeout: float = 2.0,
+                 prefix: str = "mcpkit:", timeout: float = 2.0, heartbeat: float = 1.0,
                  recheck: float = RECHECK) -> RedisStores:
         """Stores on the Redis at ``url`` (``redis://``, ``rediss://`` or ``unix://``);
         ``timeout``: seconds any one Redis call may take before the request needing it
-        gets a 503; ``recheck``: see ``RedisSessionStore``."""
+        gets a 503; ``heartbeat``: seconds between an instance's heartbeats (its running
+        tasks are reported ``failed`` once it missed three); ``recheck``: see
+        ``RedisSessionStore``."""
         link = RedisLink(url, prefix=prefix, timeout=timeout)
         return cls(link, RedisSessionStore(link, ttl=ttl, recheck=recheck),
                    RedisEventStore(link, max_events=max_events, ttl=ttl), RedisBuckets(link),
-                   RedisBus(link))
+                   RedisBus(link), RedisTaskStore(link, heartbeat=heartbeat))
 
     async def aclose(self) -> None:
         """Close the connections of the running event loop."""
+        await self.tasks.aclose()
         await self.bus.aclose()
         await self.link.aclose()

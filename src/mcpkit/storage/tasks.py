@@ -44,6 +44,9 @@ class TaskRecord:
     message: str | None = None
     result: JSON | None = None
     error: JSON | None = None
+    inputs: JSON | None = None
+    """2026-07-28: the outstanding input requests by key (while ``input_required``), so
+    an instance that does not run the task can answer ``tasks/get`` with them."""
 
     @property
     def expires(self) -> float | None:
