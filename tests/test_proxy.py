@@ -361,11 +361,51 @@ def test_invalid_options_are_value_errors() -> None:
         proxy(["x"], mode="sideways")
     with pytest.raises(ValueError, match="max_connections"):
         proxy(["x"], max_connections=0)
-    from mcpkit.server import RequestLog
-
-    with pytest.raises(ValueError, match="does not run middleware"):
-        proxy(["x"], middleware=[RequestLog()])
     assert isinstance(proxy(["x"]), ProxyServer)
+
+
+@pytest.mark.parametrize("mode", ["stateful", "stateless"])
+async def test_middleware_runs_around_forwarded_requests(mode: str) -> None:
+    """Middleware given to proxy(...) sees every forwarded request and notification
+    (hooks by kind included) and can short-circuit one before it reaches the remote."""
+    from mcpkit.server import CallNext, Middleware, NotifyNext, Request
+
+    seen: list[str] = []
+    roots_heard = anyio.Event()
+
+    class Gate(Middleware):
+        async def on_request(self, request: Request, call_next: CallNext) -> Any:
+            seen.append(f"request {request.method}")
+            return await call_next(request)
+
+        async def on_call_tool(self, request: Request, call_next: CallNext) -> Any:
+            if request.params.get("name") == "refuse":
+                return {"content": [{"type": "text", "text": "refused at the proxy"}],
+                        "isError": True}
+            seen.append(f"call {request.params.get('name')}")
+            return await call_next(request)
+
+        async def on_notification(self, request: Request, call_next: NotifyNext) -> None:
+            seen.append(f"notification {request.method}")
+            if request.method == "notifications/roots/list_changed":
+                roots_heard.set()
+            await call_next(request)
+
+    srv = proxy(remote(), middleware=[Gate()])
+    version = "2026-07-28" if mode == "stateless" else None
+    async with srv.lifespan_scope(), TappedClient(srv, mode=mode, protocol_version=version,
+                                                  roots=lambda: []) as client:
+        refused = await client.call_tool("refuse", {"reason": "no"})
+        assert refused.is_error and refused.text == "refused at the proxy"
+        names = [t.name for t in await client.list_tools()]
+        assert "ask" in names
+        if mode == "stateful":
+            await client.roots_changed()
+            with anyio.fail_after(5):
+                await roots_heard.wait()
+        Wire.check_server_side(client)
+    assert "call refuse" not in seen  # short-circuited: never forwarded
+    assert "request tools/call" in seen and "request tools/list" in seen
 
 
 async def test_stdio_remote_with_official_examples() -> None:

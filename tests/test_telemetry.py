@@ -294,3 +294,28 @@ async def test_the_ambient_span_is_the_parent_without_a_trace_context_else_a_lin
     assert traced.parent is not None and traced.parent.is_remote
     assert f"{traced.parent.trace_id:032x}" == remote.split("-")[1]
     assert [link.context.span_id for link in traced.links] == [ambient.span_id]
+
+
+@pytest.mark.parametrize("mode", ERAS)
+async def test_a_call_through_the_proxy_is_one_trace(mode: str) -> None:
+    """client -> proxy (traced) -> remote (traced): the proxy's server span is the child
+    of the client's, its request to the remote a child of that, the remote's server span
+    a child of the proxy's request: one trace, four spans, in that order."""
+    from mcpkit.bridge import proxy
+
+    collected = Collected()
+    remote = make_server(collected)
+    front = proxy(remote, telemetry=False, middleware=[OpenTelemetry(**collected.providers())])
+    with anyio.fail_after(LIMIT):
+        async with front.lifespan_scope(), connect(
+                front, mode=mode, telemetry=Telemetry(**collected.providers())) as client:
+            assert (await client.call_tool("add", {"a": 1, "b": 2})).text == "3"
+    calls = collected.spans("tools/call add")
+    assert len(calls) == 4, [(s.name, s.kind) for s in calls]
+    by_parent = {s.parent.span_id if s.parent else None: s for s in calls}
+    chain = [by_parent[None]] if None in by_parent else []
+    while chain and chain[-1].context.span_id in by_parent:
+        chain.append(by_parent[chain[-1].context.span_id])
+    kinds = [s.kind for s in chain]
+    assert kinds == [SpanKind.CLIENT, SpanKind.SERVER, SpanKind.CLIENT, SpanKind.SERVER]
+    assert len({s.context.trace_id for s in calls}) == 1

@@ -55,6 +55,14 @@ from ..protocol.stateless import (
 )
 from ..server.context import Context
 from ..server.methods import Methods
+from ..server.middleware import (
+    Middleware,
+    RequestFn,
+    compose,
+    compose_notifications,
+    entry,
+    terminal_of,
+)
 from ..server.mrtr import InputRequired
 from ..server.peers import Peers
 from ..session import HandlerResult, Session
@@ -62,6 +70,8 @@ from ..session import HandlerResult, Session
 if TYPE_CHECKING:
     from .proxy import ProxyServer
 
+MAX_CHAINS = 256
+"""Methods whose middleware chain the proxy keeps built (others are built per request)."""
 INPUT_TIMEOUT = 600.0
 """Seconds the proxy's client has to answer a relayed sampling / elicitation / roots."""
 _STRIPPED_META = frozenset({PROTOCOL_VERSION, CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL,
@@ -237,8 +247,30 @@ class ProxyMethods(Methods):
     def __init__(self, proxy: ProxyServer, *parts: Any) -> None:
         super().__init__(proxy, *parts)
         self._proxy = proxy
+        self._middleware: list[Middleware] = []
+        #: Method -> the middleware chain around forwarding it (None: no middleware).
+        self._chains: dict[str, RequestFn] | None = None
+
+    def use_middleware(self, middleware: list[Middleware]) -> None:
+        """Run ``middleware`` around every forwarded request (chains built per method on
+        first use) and notification; an empty list restores plain forwarding."""
+        self._middleware = list(middleware)
+        self._chains = {} if middleware else None
+        self._notify_chain = compose_notifications(middleware, self._plain_notification)
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
+        chains = self._chains
+        if chains is None:
+            return self._forwarding(session, event)
+        run = chains.get(event.method)
+        if run is None:
+            chain = compose(self._middleware, event.method, terminal_of(self._forwarding))
+            run = self._forwarding if chain is None else entry(self._proxy, chain)
+            if len(chains) < MAX_CHAINS:  # method names come from the client: bounded
+                chains[event.method] = run
+        return run(session, event)
+
+    def _forwarding(self, session: Session, event: RequestReceived) -> HandlerResult:
         if event.method == "subscriptions/listen":
             return self._listen(session, event)
         passing = event.meta is not None and self._proxy.remote_stateless
@@ -250,8 +282,9 @@ class ProxyMethods(Methods):
                       meta if isinstance(meta, dict) else None, event.meta)
         return self._forward(session, event, ctx, passing)
 
-    def on_notification(self, session: Session, event: NotificationReceived) -> Any:
-        """``notifications/roots/list_changed`` goes on to the remote."""
+    def _notified(self, session: Session, event: NotificationReceived) -> Any:
+        """``notifications/roots/list_changed`` goes on to the remote (the innermost
+        step of the notification chain when middleware hooks notifications)."""
         if event.method == "notifications/roots/list_changed":
             return self._proxy.roots_changed(session)
         return None

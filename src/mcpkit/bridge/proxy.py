@@ -37,7 +37,7 @@ from ..protocol.jsonrpc import JSONObject
 from ..protocol.lifecycle import Role
 from ..server import Context, Server
 from ..server.peers import Peers
-from ..session import Session
+from ..session import Session, Telemetry
 from .forward import ProxyMethods, Tap
 from .upstream import Link, RelayClient, Upstream, upstream_client
 
@@ -84,6 +84,7 @@ class ProxyServer(Server):
         self._tg: anyio.abc.TaskGroup | None = None
         self._peers = _SessionPeers(self._session_ended)
         self._methods = ProxyMethods(self, self._registry, self._peers, self._seal, self.tasks)
+        self._compose()  # the middleware given to Server.__init__, around forwarding
         self._links: dict[Session, tuple[Link, Tap]] = {}
         self._shared_tap = Tap(None, self._peers)
         self._shared = Link(self._shared_client, self._listening(self._shared_tap))
@@ -94,12 +95,6 @@ class ProxyServer(Server):
         self.remote_stateless = False
         #: Tool name -> its ``x-mcp-header`` declarations, from the remote's listings.
         self._tool_headers: dict[str, dict[str, str]] = {}
-
-    def add_middleware(self, middleware: Any) -> None:
-        """Not supported yet: the proxy answers every request by forwarding it, outside
-        the middleware chain (``ValueError``, rather than middleware silently unused)."""
-        raise ValueError("a ProxyServer does not run middleware yet (nor otel=): put it "
-                         "on the remote server, or mount the proxy in a Server that has it")
 
     # ------------------------------------------------------------------ what it is
 
@@ -116,10 +111,21 @@ class ProxyServer(Server):
 
     # ------------------------------------------------------------------ the remote
 
+    def _telemetry(self) -> Telemetry | None:
+        """The telemetry of the proxy's ``OpenTelemetry`` middleware, if it has one."""
+        if not self.middleware:
+            return None
+        from ..server.telemetry import OpenTelemetry
+
+        for mw in self.middleware:
+            if isinstance(mw, OpenTelemetry):
+                return mw.telemetry
+        return None
+
     def _shared_client(self) -> RelayClient:
         tap = self._shared_tap
         return upstream_client(self.upstream, tap.relay, tap.notify, caps=None,
-                               mode=self.upstream.mode)
+                               mode=self.upstream.mode, telemetry=self._telemetry())
 
     @asynccontextmanager
     async def running(self) -> AsyncIterator[None]:
@@ -247,7 +253,8 @@ class ProxyServer(Server):
 
         def build() -> RelayClient:
             return upstream_client(self.upstream, tap.relay, tap.notify, caps=caps,
-                                   mode=mode, protocol_version=version)
+                                   mode=mode, protocol_version=version,
+                                   telemetry=self._telemetry())
 
         return Link(build, self._listening(tap)), tap
 

@@ -28,7 +28,7 @@ from ..protocol.connection import RequestReceived
 from ..protocol.errors import ConnectionClosed, MCPError, ProtocolError
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.stateless import CLIENT_CAPABILITIES
-from ..session import HandlerResult, ProgressCallback, Session
+from ..session import HandlerResult, ProgressCallback, Session, Telemetry
 
 log = logging.getLogger("mcpkit.bridge")
 
@@ -155,11 +155,13 @@ async def _unused(params: JSONObject) -> JSONObject:  # pragma: no cover - never
 
 def upstream_client(upstream: Upstream, relay: Relay, notify: Notify, *,
                     caps: JSONObject | None, mode: str,
-                    protocol_version: str | None = None) -> RelayClient:
+                    protocol_version: str | None = None,
+                    telemetry: Telemetry | None = None) -> RelayClient:
     """The ``Client`` the proxy talks to the remote with: ``mode`` and
     ``protocol_version`` as ``Client`` takes them; it declares what ``caps`` (the proxy's
     own client's capabilities; None: everything it could relay) allow, its handlers
-    being the relay."""
+    being the relay; ``telemetry``: the proxy's own (its requests to the remote are
+    spans in the trace of the request they forward)."""
     everything = caps is None
     caps = caps or {}
     elicit = caps.get("elicitation")
@@ -178,6 +180,7 @@ def upstream_client(upstream: Upstream, relay: Relay, notify: Notify, *,
         "elicitation_modes": modes,
         "roots": (lambda: []) if everything or "roots" in caps else None,
         "on_notification": notify,
+        "telemetry": telemetry or False,
     }
     return RelayClient(upstream.transport(), relay, **options)
 
