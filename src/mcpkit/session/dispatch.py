@@ -1,20 +1,15 @@
 """The message dispatcher of a session: events of the connection -> handlers -> answers.
 
-``Session`` drives a sans-I/O ``Connection`` for either role. It never touches bytes or
-sockets: a transport feeds it what the peer sent (``receive_data`` for a newline-framed
-byte stream, ``receive_message`` for one decoded message) and is told through its
-``Output`` when the connection has messages to send. Byte transports (stdio, memory) get
-their ``Output`` from ``BytePump`` (``session.pump``); an HTTP server routes messages to
-response streams (``transports.http_streams``), an HTTP client POSTs each one.
-
-Protocol methods answered by the core or by a synchronous handler are answered inline,
-without a task; only handlers that may wait run in their own task (a plain ``asyncio``
-task on asyncio, a task-group child elsewhere), so a cancellation can stop exactly that
-request.
-
-Failure modes: when the session ends (``end``/``close``) every pending outbound request
-fails with ``ConnectionClosed`` and every running handler is cancelled; a transport that
-cannot carry one request fails just that one (``fail_request``).
+``Session`` drives a sans-I/O ``Connection`` for either role, never touching bytes or
+sockets: a transport feeds it what the peer sent (``receive_data``: newline-framed bytes;
+``receive_message``: one decoded message) and is told through its ``Output`` when there
+are messages to send (``BytePump`` for stdio and memory; response streams for an HTTP
+server, ``transports.http_streams``; a POST each for an HTTP client). Methods answered by
+the core or a synchronous handler are answered inline; only handlers that may wait run
+in a task of their own (asyncio's, or a task-group child), so a cancellation stops
+exactly that request. When the session ends (``end``/``close``) every pending outbound
+request fails with ``ConnectionClosed`` and every running handler is cancelled; a
+transport that cannot carry one request fails just that one (``fail_request``).
 """
 
 from __future__ import annotations
@@ -466,14 +461,13 @@ class Session:
                 self._idle.set()
 
     def _spawn_callback(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Call ``fn`` now, in the order the events came; a task only awaits what it
-        returns when that is awaitable (a sync callback costs no task, and sees its
-        events in order on every backend: trio does not start tasks in spawn order)."""
+        """Call ``fn`` now, in event order (trio starts tasks in no set order; a sync
+        callback costs no task); only an awaitable it returns is awaited, in a task."""
         try:
             res = fn(*args)
         except Exception:
+            res = None
             log.exception("callback %r failed", fn)
-            return
         if res is None or not hasattr(res, "__await__"):
             return
 
@@ -483,14 +477,10 @@ class Session:
             except Exception:
                 log.exception("callback %r failed", fn)
 
-        loop = self._asyncio_loop
-        if loop is not None:
-            task = loop.create_task(call())
-            self._track(task)
+        if self._asyncio_loop is not None:
+            self._track(self._asyncio_loop.create_task(call()))
         elif self._tg is not None:
             self._tg.start_soon(call)
-
-    # ------------------------------------------------------------------ API for handlers
 
     @property
     def closed(self) -> bool:
