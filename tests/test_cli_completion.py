@@ -10,7 +10,6 @@ installed skips its test, saying so.
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -18,14 +17,12 @@ import pytest
 
 from mcpkit.cli import _parser
 
+from .support.daemon import require
 from .test_cli import mcpkit, ok
 
 
 def _shell(name: str) -> str:
-    path = shutil.which(name)
-    if path is None:
-        pytest.skip(f"{name} is not installed")
-    return path
+    return require(name, name, "checking the completion script")
 
 
 def _script(shell: str, tmp_path: Path) -> Path:
