@@ -31,7 +31,7 @@ def _tasks(figures: dict[str, Any]) -> int:
     missed = 0
     plain = figures.get("plain_rps")
     for label, key in (("task round trip 2026-07-28, in plain calls", "ext_round_trip_rps"),
-                       ("task + tasks/result 2025-11-25, in plain calls",
+                       ("task round trip 2025-11-25, in plain calls",
                         "core_round_trip_rps")):
         rate = figures.get(key)
         if not plain or not rate:
