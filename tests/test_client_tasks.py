@@ -148,14 +148,20 @@ async def test_a_ttl_is_requested_in_2025_11_25() -> None:
         check_wire(client)
 
 
-async def test_progress_follows_a_2025_11_25_task() -> None:
+async def test_progress_follows_a_2025_11_25_task(anyio_backend: str) -> None:
     got: list[tuple[float, float | None]] = []
     async with client_for(V2025_11_25) as client:
         with anyio.fail_after(LIMIT):
             handle = await client.call_tool("slow_compute", {"seconds": 0.5}, task=True,
                                             on_progress=lambda p, t, m: got.append((p, t)))
             await handle.result()
-        assert got and got[-1] == (2.0, 2.0)  # after the CreateTaskResult, on its token
+        # after the CreateTaskResult, on its token. Callbacks run in tasks of their own:
+        # asyncio starts them in arrival order, so the last progress is in before the
+        # result; trio starts them in no set order, so there the one sent just before
+        # the result may be dispatched after the task ended, and dropped (docs/client.md)
+        assert got and got[0][0] <= 1.0
+        if anyio_backend == "asyncio":
+            assert got[-1] == (2.0, 2.0)
         assert not client.session.conn._task_tokens  # released with the task's end
         check_wire(client)
 

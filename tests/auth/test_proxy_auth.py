@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from mcpkit.bridge import proxy
-from mcpkit.client import Client
+from mcpkit.client import Client, Http
 from mcpkit.protocol.errors import HandshakeError
 from tests.support.http import LiveServer
 
@@ -38,7 +38,7 @@ async def test_auth_on_both_sides(idp: IdP) -> None:
             assert refused.status_code == 401
             assert "resource_metadata" in refused.headers["www-authenticate"]
             user_token = token(idp, sub="alice")
-            async with Client(live.url, headers=bearer(user_token), timeout=10) as client:
+            async with Client(Http(live.url, headers=bearer(user_token)), timeout=10) as client:
                 result = await client.call_tool("whoami")
                 # the remote sees the proxy's own credentials, not the user's
                 assert result.structured_content is not None

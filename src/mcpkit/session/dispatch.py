@@ -461,19 +461,14 @@ class Session:
                 self._idle.set()
 
     def _spawn_callback(self, fn: Callable[..., Any], *args: Any) -> None:
-        """Call ``fn`` now, in event order (trio starts tasks in no set order; a sync
-        callback costs no task); only an awaitable it returns is awaited, in a task."""
-        try:
-            res = fn(*args)
-        except Exception:
-            res = None
-            log.exception("callback %r failed", fn)
-        if res is None or not hasattr(res, "__await__"):
-            return
-
+        """Run ``fn`` in a task of its own (a slow callback never holds up the reader).
+        asyncio starts tasks in spawn order, so callbacks start in event order there;
+        trio does not promise an order."""
         async def call() -> None:
             try:
-                await res
+                res = fn(*args)
+                if res is not None and hasattr(res, "__await__"):
+                    await res
             except Exception:
                 log.exception("callback %r failed", fn)
 
