@@ -575,7 +575,9 @@ async def protocol_error_job() -> str:
 
 @server.tool(task="optional")
 async def confirm_delete(
-    filename: Annotated[str, Field(pattern=r"^[\w.-]{1,100}$",
+    # (ASCII class and max_length, not Unicode \w{1,100}: pydantic-core compiles that
+    # bounded Unicode repetition into a ~20 MB automaton at start-up)
+    filename: Annotated[str, Field(pattern=r"^[A-Za-z0-9_.-]+$", max_length=100,
                                    description="A file name, without a directory.")],
     ctx: Context,
 ) -> str:
