@@ -432,6 +432,8 @@ class Server:
         max_in_flight: int = 4096,
         max_in_flight_total: int = 65536,
         retry_ms: int = 1000,
+        max_stream_buffer: int = 1024 * 1024,
+        stall_timeout: float = 30.0,
         enable_get: bool = True,
         allow_delete: bool = True,
         legacy_sse: bool = True,
@@ -463,23 +465,21 @@ class Server:
           localhost names, any port. ``allowed_origins``: ``Origin`` values accepted (403
           otherwise; ``"*"``: any); None: http(s) origins on localhost. ``trusted_proxies``
           (none): client IPs whose ``X-Forwarded-Host``/``Forwarded`` host is believed.
-        - ``max_body`` (4 MiB): bytes a POST body may have (413). ``body_timeout`` (30):
-          seconds to receive it (408).
+        - ``max_body`` (4 MiB): bytes of a POST body (413); ``body_timeout`` (30) to read it.
         - ``max_sessions`` (10,000): open sessions (503 to a new one).
           ``session_idle_timeout`` (3600): seconds without a request before a session
-          ends (404 after). ``sweep_interval`` (1): seconds between sweeps for idle
-          sessions and late bodies; ``sweep_batch`` (1000): sessions ended per sweep.
-        - ``max_in_flight`` (4096): requests being answered per session (429);
-          ``max_in_flight_total`` (65,536): across sessions (503).
-        - ``retry_ms`` (1000): the SSE ``retry`` field, how long a client waits before
-          reconnecting a broken stream.
-        - ``enable_get`` (True): serve the standalone GET stream (405 when False).
-          ``allow_delete`` (True): clients may end their session with DELETE.
-        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients, at
-          ``legacy_sse_path`` ("/sse") and ``legacy_messages_path`` ("/messages").
-        - ``event_store``: where SSE events wait to be replayed to a client that resumes
-          (an ``EventStore``); None: in memory, per app. ``SQLiteEventStore`` survives a
-          restart.
+          ends (then 404); ``sweep_interval`` (1) between sweeps, ``sweep_batch`` (1000).
+        - ``max_in_flight`` (4096) per session (429), ``max_in_flight_total`` (65,536)
+          in all (503): requests being answered. ``retry_ms`` (1000): SSE ``retry``.
+          ``max_stream_buffer`` (1 MiB): bytes an SSE response holds for a slow reader
+          (handlers are paced past a quarter; past all, the response ends and the client
+          resumes); ``stall_timeout`` (30): seconds a blocked write waits before a cut.
+        - ``enable_get`` (True): serve the GET stream (405 when False); ``allow_delete``
+          (True): clients may end their session with DELETE.
+        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients (at
+          ``legacy_sse_path``, "/sse", and ``legacy_messages_path``, "/messages").
+        - ``event_store``: where SSE events wait for a client that resumes (an
+          ``EventStore``; None: in memory); ``SQLiteEventStore`` survives a restart.
         - ``session_store``: session records a restarted server takes back (a
           ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
           (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
@@ -501,7 +501,8 @@ class Server:
             session_idle_timeout=session_idle_timeout, body_timeout=body_timeout,
             sweep_interval=sweep_interval, sweep_batch=sweep_batch,
             max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
-            retry_ms=retry_ms, enable_get=enable_get, allow_delete=allow_delete,
+            retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
+            stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
             legacy_messages_path=legacy_messages_path,
         )

@@ -53,6 +53,8 @@ class HttpOptions(TypedDict, total=False):
     max_in_flight: int
     max_in_flight_total: int
     retry_ms: int
+    max_stream_buffer: int
+    stall_timeout: float
     enable_get: bool
     allow_delete: bool
     legacy_sse: bool

@@ -267,6 +267,15 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
         deadlines.stop(read)
 
 
+async def respond_withdrawn(send: Send) -> None:
+    """The answer to a POSTed request that will never be answered (the client cancelled it,
+    or its session ended first): an SSE response with no event, complete at once. A POST
+    carrying a request must be answered as SSE or JSON (basic/transports), and a cancelled
+    request gets no JSON-RPC response (basic/utilities/cancellation)."""
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
 def watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:
     """A plain asyncio task calling ``on_gone`` when the client disconnects (the request
     body was read already, so the next ASGI message can only be the disconnect); the

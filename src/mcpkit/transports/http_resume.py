@@ -24,14 +24,21 @@ import orjson
 from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
 from .asgi import SSE_HEADERS, Receive, Refused, Send, watch_disconnect
+from .http_stalls import MAX_STREAM_BUFFER, Sender, Stalls
 from .http_streams import HttpSession, Listener, ResponseStream, is_answer
 
 
 async def write_sse(stream: ResponseStream, listener: Listener, send: Send, receive: Receive,
                     retry_ms: int, skip_through: int | None,
-                    replay: list[tuple[str, bytes]] | None = None) -> None:
-    """Answer with ``stream`` as SSE: ``replay`` first, then what ``listener`` gets."""
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+                    replay: list[tuple[str, bytes]] | None = None,
+                    stalls: Stalls | None = None) -> None:
+    """Answer with ``stream`` as SSE: ``replay`` first, then what ``listener`` gets, until
+    the final event, the end of the stream (the response is completed), the client's
+    departure, or a reader so far behind that ``listener`` overflowed (the response is
+    completed after what was taken; the client resumes from its last event id). Writes
+    are watched by ``stalls`` (a reader stuck past its timeout is cut)."""
+    sender = stalls.guard(send, receive) if stalls is not None else send
+    await sender({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
     first = True
 
     def went() -> None:
@@ -42,36 +49,41 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
     try:
         for event_id, data in replay or ():
             if data:
-                await send({"type": "http.response.body", "body": encode_event(
+                await sender({"type": "http.response.body", "body": encode_event(
                     data, event_id), "more_body": True})
         done = stream.done and stream.finished.is_set() and not listener.items
         while not done and not listener.gone:
-            items = await listener.take() if not listener.gone else []
+            items = await listener.take()
             if listener.gone:
                 break
-            done = listener.ended and not items
+            done = (listener.ended or listener.overflowed) and not items
             for event_id, data, final in items:
                 seq = int(event_id.rpartition("_")[2])
                 if skip_through is not None and seq <= skip_through:
+                    listener.sent(len(data))
                     continue
                 chunk = encode_event(data, event_id, retry_ms if first else None)
                 first = False
-                await send({"type": "http.response.body", "body": chunk,
-                            "more_body": True})
+                await sender({"type": "http.response.body", "body": chunk,
+                              "more_body": True})
+                listener.sent(len(data))
                 if final:
                     done = True
         if not listener.gone:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
+            await sender({"type": "http.response.body", "body": b"", "more_body": False})
     except OSError:
         pass  # the client went away; the stream keeps storing for resumption
     finally:
         if stream.listener is listener:
             stream.listener = None
         watcher.cancel()
+        if isinstance(sender, Sender) and stalls is not None:
+            stalls.release(sender)
 
 
 async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
-                 retry_ms: int, idle: float) -> None:
+                 retry_ms: int, idle: float, stalls: Stalls | None = None,
+                 limit: int = MAX_STREAM_BUFFER) -> None:
     """Serve ``GET`` + ``Last-Event-ID: last`` (see the module docstring)."""
     store = session.store
     if await store.replay(session.session_id, last) is None:  # before touching a stream
@@ -88,13 +100,14 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
             session.standalone is None):
         live = ResponseStream(session, stream_id, standalone=True)  # another instance's
         reopen = True
-    listener = Listener()
+    listener = Listener(limit)
     if live is not None:
         # Attach first: nothing stored from now on is missed. A connection still attached
-        # broke unnoticed so far (a quick reconnect): this one takes over.
+        # broke unnoticed so far (a quick reconnect): this one takes over, and the old
+        # one's response is completed without what it had not written yet.
         old, live.listener = live.listener, listener
         if old is not None:
-            old.leave()
+            old.retire()
         if reopen:
             session.open_standalone(live, listener)
     replay = await store.replay(session.session_id, last)
@@ -111,7 +124,7 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
         live.finished.set()
     try:
         await write_sse(live, listener, send, receive, retry_ms, skip_through=last_seq,
-                        replay=events)
+                        replay=events, stalls=stalls)
     finally:
         if live.standalone:
             session.release_standalone(live)

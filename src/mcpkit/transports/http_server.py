@@ -66,11 +66,13 @@ from .asgi import (
     require_asyncio,
     respond,
     respond_refused,
+    respond_withdrawn,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_lifespan import LifespanHolder
 from .http_resume import resume, write_sse
 from .http_shared import SharedSessions
+from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT, Stalls
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
@@ -98,6 +100,8 @@ class HttpConfig:
     max_in_flight: int = 4096  # per session (429 past it)
     max_in_flight_total: int = 65536  # across sessions (503 past it)
     retry_ms: int = 1000
+    max_stream_buffer: int = MAX_STREAM_BUFFER  # bytes one SSE response may hold unsent
+    stall_timeout: float = STALL_TIMEOUT  # seconds a blocked SSE write waits before a cut
     enable_get: bool = True
     allow_delete: bool = True
     legacy_sse: bool = True  # also serve 2024-11-05 HTTP+SSE clients at /sse + /messages
@@ -148,6 +152,7 @@ class StreamableHTTPApp:
         self.guard = OriginHostGuard(cfg.allowed_hosts, cfg.allowed_origins,
                                      cfg.trusted_proxies)
         self.body_deadlines = ReadDeadlines(cfg.body_timeout)
+        self.stalls = Stalls(cfg.stall_timeout)
         self._housekeeper: asyncio.Task[None] | None = None
         self.shared = None if cfg.bus is None else SharedSessions(
             cfg.session_store, cfg.event_store, cfg.bus)
@@ -225,6 +230,7 @@ class StreamableHTTPApp:
             try:
                 now = time.monotonic()
                 self.body_deadlines.sweep(now)
+                self.stalls.sweep(now)
                 self._expire_idle(now, limit=cfg.sweep_batch)
             except Exception:
                 log.exception("housekeeping failed; retrying at the next sweep")
@@ -492,17 +498,25 @@ class StreamableHTTPApp:
         if mode == "json" or (mode == "auto" and final):
             if mode == "json":
                 while not final:  # intermediate messages go to the standalone stream
-                    stream.queue.pop(0)
+                    stream.pop_first()
                     if stream.session.standalone is not None:
                         stream.session.standalone.push(data, False)
                     data, final = await stream.first()
-            stream.queue.clear()
-            await respond(send, 200, data)
+            stream.take_queue()
+            if data:
+                await respond(send, 200, data)
+            else:
+                await respond_withdrawn(send)
             return
-        listener = Listener()
+        if not data:
+            await respond_withdrawn(send)
+            return
+        listener = Listener(self.config.max_stream_buffer)
         stream.listener = listener
+        stream.limit = self.config.max_stream_buffer
         stream.start_sse()
-        await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
+        await write_sse(stream, listener, send, receive, self.config.retry_ms, None,
+                        stalls=self.stalls)
 
     # ------------------------------------------------------------------ GET / DELETE
 
@@ -516,17 +530,20 @@ class StreamableHTTPApp:
         session = await self._session(headers, principal)
         self._check_version(headers, session)
         last = headers.get("last-event-id")
+        cfg = self.config
         if last is not None:
-            await resume(session, last.strip(), send, receive, self.config.retry_ms,
-                         self.config.session_idle_timeout)
+            await resume(session, last.strip(), send, receive, cfg.retry_ms,
+                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer)
             return
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
-        listener = Listener()
+        listener = Listener(cfg.max_stream_buffer)
         stream = ResponseStream(session, session.new_stream_id(True), standalone=True)
+        stream.limit = cfg.max_stream_buffer
         session.open_standalone(stream, listener)
         try:
-            await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
+            await write_sse(stream, listener, send, receive, cfg.retry_ms, None,
+                            stalls=self.stalls)
         finally:
             session.release_standalone(stream)
 

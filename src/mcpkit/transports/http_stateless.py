@@ -31,7 +31,7 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
 from ..session import Principal
-from .asgi import SSE_HEADERS, Receive, Send, respond, watch_disconnect
+from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn, watch_disconnect
 from .http_routing import NAMED_BY
 from .http_streams import HttpSession, ResponseStream, relay
 
@@ -203,6 +203,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         return
     assert isinstance(rid, str | int)
     stream = ResponseStream(session, "m")
+    stream.limit = app.config.max_stream_buffer
     session.streams[rid] = stream
     session.feed(obj, principal, peer)
     app.in_flight += 1
@@ -211,15 +212,25 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         if first is None:
             return  # the client went away before the answer began: cancelled below
         data, final = first
+        if not data:
+            await respond_withdrawn(send)
+            return
         if final and app.config.response_mode != "sse":
             await respond(send, stateless_status(data), data)
             return
-        await _relay_sse(stream, send, receive)
+        sender = app.stalls.guard(send, receive)
+        try:
+            await _relay_sse(stream, sender, receive)
+        finally:
+            app.stalls.release(sender)
     finally:
         app.in_flight -= 1
         session.close()  # ends the handler if the client went away first
 
+
 async def _relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:
+    """The answer as SSE events until the final one; a reader too slow for the stream's
+    bound gets a complete response without the rest (a listen stream: listen again)."""
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
     gone = False
 

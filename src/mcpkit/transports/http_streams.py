@@ -19,7 +19,7 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol.connection import Connection, Outgoing
@@ -31,11 +31,18 @@ from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
+from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
 MAX_BACKLOG = 1000
-"""Server-initiated messages kept for a session without a GET stream (older are dropped)."""
+"""Server-initiated messages kept for a session without a GET stream (newer are dropped)."""
+MAX_BACKLOG_BYTES = 1024 * 1024
+"""Bytes of those messages kept at most."""
+WITHDRAWN = (b"", True)
+"""What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
+PACE_POLL = 0.01
+"""Seconds between looks at a congested stream while a producer waits for room."""
 STORE_OUTAGE = 60.0
 """Seconds an SSE stream waits for an unreachable event store before it ends."""
 STORE_RETRY = 0.5
@@ -43,19 +50,38 @@ STORE_RETRY = 0.5
 
 
 class Listener:
-    """The live HTTP connection consuming one stream's events."""
+    """The live HTTP connection consuming one stream's events.
 
-    __slots__ = ("ended", "gone", "items", "wakeup")
+    ``pending`` counts the bytes handed to it and not yet written; past ``limit`` the
+    reader has fallen too far behind: what is not yet taken is dropped (the event store
+    has it), nothing more is taken, and the writer ends the response after what it holds,
+    so the client resumes from its last event id (``transports.http_stalls``)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("ended", "gone", "items", "limit", "overflowed", "pending", "wakeup")
+
+    def __init__(self, limit: int = MAX_STREAM_BUFFER) -> None:
         self.items: list[tuple[str, bytes, bool]] = []
         self.wakeup = asyncio.Event()
         self.gone = False
         self.ended = False
+        self.overflowed = False
+        self.pending = 0
+        self.limit = limit
 
     def put(self, event_id: str, data: bytes, final: bool) -> None:
+        if self.overflowed:
+            return
         self.items.append((event_id, data, final))
+        self.pending += len(data)
+        if self.pending > self.limit and not final:
+            self.overflowed = True
+            self.pending -= sum(len(d) for _, d, _ in self.items)
+            self.items.clear()
         self.wakeup.set()
+
+    def sent(self, size: int) -> None:
+        """The writer wrote an event of ``size`` bytes of data."""
+        self.pending -= size
 
     def leave(self) -> None:
         """The connection ended (or another took over): stop waiting."""
@@ -63,12 +89,24 @@ class Listener:
         self.wakeup.set()
 
     def end(self) -> None:
-        """Nothing more will come (the stream failed): finish the response."""
+        """Nothing more will come (the stream ended or failed): finish the response."""
         self.ended = True
         self.wakeup.set()
 
+    def retire(self) -> None:
+        """Another connection took the stream over: finish this response without writing
+        what it had not taken yet (the new one replays it)."""
+        self.pending -= sum(len(d) for _, d, _ in self.items)
+        self.items.clear()
+        self.end()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the writer should stop waiting for more (gone, ended or overflowed)."""
+        return self.gone or self.ended or self.overflowed
+
     async def take(self) -> list[tuple[str, bytes, bool]]:
-        while not self.items and not self.gone and not self.ended:
+        while not self.items and not self.stopped:
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         items, self.items = self.items, []
@@ -84,10 +122,14 @@ class ResponseStream:
         "_pump",
         "closed",
         "done",
+        "dropped",
         "finished",
         "id",
+        "limit",
         "listener",
+        "overflowed",
         "queue",
+        "queued",
         "session",
         "sse",
         "standalone",
@@ -108,25 +150,85 @@ class ResponseStream:
         self._pump = False  # a pump is running
         self._primed = False
         self._parked = False
+        #: Bytes in ``queue``, bounded by ``limit``: past it a message that is not the
+        #: final one is dropped (the event store is unreachable: counted in ``dropped``),
+        #: or the stream is ``overflowed`` (written without a store: its reader is slow).
+        self.queued = 0
+        self.limit = MAX_STREAM_BUFFER
+        self.dropped = 0
+        self.overflowed = False
 
     def push(self, data: bytes, final: bool) -> None:
-        self.queue.append((data, final))
+        """Queue a message; ``final``: it ends the exchange (empty ``data``: withdrawn,
+        the peer cancelled the request and no answer will come)."""
         if final:
             self.done = True
+        elif self.queued > self.limit:
+            if self.sse:
+                if not self.dropped:
+                    log.warning("session %s: the event store is unreachable and stream %s "
+                                "holds %d bytes; dropping its notifications until it "
+                                "recovers", self.session.session_id, self.id, self.queued)
+                self.dropped += 1
+                return
+            self.overflowed = True  # relayed without a store: the reader is too slow
+            self.wakeup.set()
+            return
+        self.queue.append((data, final))
+        self.queued += len(data)
         self.wakeup.set()
 
+    def take_queue(self) -> list[tuple[bytes, bool]]:
+        """Everything queued, in order, and the queue emptied."""
+        batch, self.queue = self.queue, []
+        self.queued = 0
+        return batch
+
     def end(self) -> None:
-        """The session ended: nothing more will come."""
+        """The session ended: nothing more will come; a connection writing the stream
+        finishes its response."""
         self.closed = True
         self.wakeup.set()
         if self.listener is not None:
-            self.listener.leave()
+            self.listener.end()
+
+    def unsent(self) -> int:
+        """Bytes produced for this stream and not yet written to its reader."""
+        listener = self.listener
+        return self.queued + (listener.pending if listener is not None else 0)
+
+    def congested(self) -> Coroutine[Any, Any, None] | None:
+        """None when a producer may go on; else a wait until a quarter of the bound is
+        left unsent (or the stream ended, its reader left or fell behind for good)."""
+        if self.unsent() <= self.limit // 4:
+            return None
+        return self._room()
+
+    async def _room(self) -> None:
+        low = self.limit // 8
+        deadline = time.monotonic() + STALL_TIMEOUT + 1.0  # the watchdog cuts before it
+        while self.unsent() > low and time.monotonic() < deadline:
+            listener = self.listener
+            if self.closed or self.overflowed or (listener is not None and listener.stopped):
+                return
+            if listener is None and self.sse:
+                return  # nobody reads it now: the store keeps it for a resumption
+            await asyncio.sleep(PACE_POLL)
 
     async def first(self) -> tuple[bytes, bool]:
+        """The first message queued, left in the queue: ``(b"", True)`` when the exchange
+        ended without one (withdrawn, or the session ended)."""
         while not self.queue:
+            if self.closed:
+                return WITHDRAWN
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         return self.queue[0]
+
+    def pop_first(self) -> None:
+        """Drop the first message queued (an answer written as JSON, say)."""
+        data, _ = self.queue.pop(0)
+        self.queued -= len(data)
 
     async def first_unless_gone(self, receive: Receive) -> tuple[bytes, bool] | None:
         """The first message, or None if the client disconnected before it came."""
@@ -141,12 +243,14 @@ class ResponseStream:
 
         watcher = watch_disconnect(receive, went)
         try:
-            while not self.queue and not gone:
+            while not self.queue and not gone and not self.closed:
                 await self.wakeup.wait()
                 self.wakeup = asyncio.Event()
         finally:
             watcher.cancel()
-        return None if gone and not self.queue else self.queue[0]
+        if self.queue:
+            return self.queue[0]
+        return None if gone else WITHDRAWN
 
     def start_sse(self) -> None:
         """Store events from now on (starting the pump unless it runs)."""
@@ -160,11 +264,10 @@ class ResponseStream:
 
     def park(self) -> None:
         """The standalone stream lost its connection: stop the pump (it ends once idle);
-        unstored messages go back to the session's backlog."""
+        unstored messages go back to the session's backlog (within its bounds)."""
         self._parked = True
         self.wakeup.set()
-        self.session.backlog[:0] = [d for d, _ in self.queue]
-        self.queue.clear()
+        self.session.requeue([d for d, _ in self.take_queue()])
 
     async def _run_pump(self) -> None:
         store = self.session.store
@@ -183,8 +286,12 @@ class ResponseStream:
                         return
                     await self.wakeup.wait()
                     self.wakeup = asyncio.Event()
-                batch, self.queue = self.queue, []
-                for data, final in batch:
+                for data, final in self.take_queue():
+                    if not data:  # withdrawn: the exchange ends without an answer
+                        self.finished.set()
+                        if self.listener is not None:
+                            self.listener.end()
+                        return
                     try:
                         event_id = await store.append(sid, self.id, data)
                     except StoreUnavailable:  # a shared store: wait for it, in order
@@ -220,16 +327,19 @@ async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
     """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
-    final message, the client's departure, or the end of its session."""
+    final message, the client's departure, the end of its session, or a reader so slow
+    that the stream's bound overflowed (the caller then ends the response)."""
     done = False
     while not done and not is_gone() and not stream.closed:
         while not stream.queue and not is_gone() and not stream.closed:
+            if stream.overflowed:
+                return
             await stream.wakeup.wait()
             stream.wakeup = asyncio.Event()
-        batch, stream.queue = stream.queue, []
-        for data, final in batch:
-            await send({"type": "http.response.body", "body": encode_event(data),
-                        "more_body": True})
+        for data, final in stream.take_queue():
+            if data:
+                await send({"type": "http.response.body", "body": encode_event(data),
+                            "more_body": True})
             done = done or final
 
 
@@ -240,6 +350,7 @@ class HttpSession:
         "__weakref__",
         "_seq",
         "backlog",
+        "backlog_bytes",
         "bus",
         "checked",
         "direct",
@@ -284,6 +395,7 @@ class HttpSession:
         self.standalone: ResponseStream | None = None
         self.last_standalone: ResponseStream | None = None  # the latest GET stream (resumable)
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
+        self.backlog_bytes = 0
         self.direct: list[bytes] | None = None  # errors answering the POST being fed
         self.last_seen = time.monotonic()
         self.saved: dict[str, Any] | None = None  # the handshake state last stored
@@ -333,6 +445,8 @@ class HttpSession:
             if out.final:
                 del self.streams[rid]  # type: ignore[arg-type]
             return
+        if not out.data:
+            return  # a withdrawn answer, and no exchange open here to end
         if out.final and self.direct is not None:
             self.direct.append(out.data)
             return
@@ -343,8 +457,25 @@ class HttpSession:
             self.outbox.append(NOTIFY + out.data)
             if len(self.outbox) == 1:
                 self.session.spawn(self._publish)
-        elif len(self.backlog) < MAX_BACKLOG:
-            self.backlog.append(out.data)
+        else:
+            self.requeue([out.data])
+
+    def requeue(self, messages: list[bytes]) -> None:
+        """Keep messages for the next GET stream, after those kept already: at most
+        ``MAX_BACKLOG`` of them and ``MAX_BACKLOG_BYTES`` in all (the newest are dropped:
+        a client that opens no GET stream cannot make the server hold more)."""
+        backlog = self.backlog
+        for data in messages:
+            if len(backlog) >= MAX_BACKLOG or self.backlog_bytes + len(data) > MAX_BACKLOG_BYTES:
+                return
+            backlog.append(data)
+            self.backlog_bytes += len(data)
+
+    def congested(self, related: RequestId | None) -> Coroutine[Any, Any, None] | None:
+        """``Output``: None when the stream of ``related`` (the GET stream for None) has
+        room; else a wait for its reader to catch up (``ResponseStream.congested``)."""
+        stream = self.streams.get(related) if related is not None else self.standalone
+        return None if stream is None else stream.congested()
 
     async def _publish(self) -> None:
         """Publish the outbox on the bus, in order (one publisher at a time)."""
@@ -378,6 +509,7 @@ class HttpSession:
         for data in self.backlog:
             stream.push(data, False)
         self.backlog.clear()
+        self.backlog_bytes = 0
         stream.start_sse()
 
     def release_standalone(self, stream: ResponseStream) -> None:

@@ -77,14 +77,16 @@ class LegacySSE:
                               on_request=app.on_request, on_notification=app.on_notification,
                               owner=identity_of(principal))
         stream = ResponseStream(session, session.new_stream_id(), standalone=True)
+        stream.limit = app.config.max_stream_buffer
         session.standalone = stream
         self.sessions[sid] = session
         app.session_opened(session)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={sid}"
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await send({"type": "http.response.body", "more_body": True,
-                    "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
+        sender = app.stalls.guard(send, receive)
+        await sender({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        await sender({"type": "http.response.body", "more_body": True,
+                      "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
 
         gone = False
 
@@ -95,11 +97,14 @@ class LegacySSE:
 
         watcher = watch_disconnect(receive, went)
         try:
-            await relay(stream, send, lambda: gone)
+            await relay(stream, sender, lambda: gone)
+            if not gone:  # the session ended, or its reader fell behind the bound
+                await sender({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
         finally:
             watcher.cancel()
+            app.stalls.release(sender)
             self.sessions.pop(sid, None)
             session.close()
             app.session_ended(session)
