@@ -253,3 +253,27 @@ def test_a_stdio_cancel_is_still_silent() -> None:
         with pytest.raises(EOFError):  # a blank line would fail to decode instead
             server.recv(timeout=5)
         assert server._buf == b""
+
+
+@BOUNDED
+async def test_a_cancelled_stream_resumed_on_another_instance_ends(
+        two_on_redis: tuple[LiveServer, LiveServer], http: httpx.AsyncClient) -> None:
+    """A stream that began as SSE on A and was cancelled: resuming it on B (which follows
+    streams live elsewhere through the store) replays what A stored and ends at once,
+    instead of waiting for an answer that will never come."""
+    a, b = two_on_redis
+    c = McpHttp(http, a.url)
+    await c.initialize()
+    async with c.open_post(sleep_call(5, 30, "p5")) as live:
+        _, progress = await live.next_message(timeout=5)
+        assert progress["method"] == "notifications/progress"
+        primed = [e.id for e in live.events if e.id][0]
+        await cancel(c, 5)
+        assert await live.until_end(timeout=5) == []
+    c.url = b.url
+    started = time.monotonic()
+    async with c.open_get(last_event_id=primed) as resumed:
+        assert resumed.status == 200
+        replayed = await resumed.until_end(timeout=5)
+    assert time.monotonic() - started < 3
+    assert [m["method"] for _, m in replayed] == ["notifications/progress"]

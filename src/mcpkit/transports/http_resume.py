@@ -25,7 +25,7 @@ from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
 from .asgi import SSE_HEADERS, Receive, Refused, Send, watch_disconnect
 from .http_stalls import MAX_STREAM_BUFFER, Sender, Stalls
-from .http_streams import HttpSession, Listener, ResponseStream, is_answer
+from .http_streams import STREAM_END, HttpSession, Listener, ResponseStream, is_answer
 
 
 async def write_sse(stream: ResponseStream, listener: Listener, send: Send, receive: Receive,
@@ -48,7 +48,7 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
     watcher = watch_disconnect(receive, went)
     try:
         for event_id, data in replay or ():
-            if data:
+            if data and data != STREAM_END:
                 await sender({"type": "http.response.body", "body": encode_event(
                     data, event_id), "more_body": True})
         done = stream.done and stream.finished.is_set() and not listener.items
@@ -115,7 +115,7 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
     last_seq = int(events[-1][0].rpartition("_")[2]) if events else int(
         last.rpartition("_")[2])
     if live is None and session.shared and not session.is_standalone_id(stream_id) and (
-            not any(is_response(data) for _, data in events)):
+            not any(is_response(data) or data == STREAM_END for _, data in events)):
         await _follow(session, stream_id, last_seq, events, send, receive, idle)
         return
     if live is None or live.listener is not listener:
@@ -158,10 +158,10 @@ async def _follow(session: HttpSession, stream_id: str, after: int,
         events, last_event = replay, time.monotonic()
         while True:
             for event_id, data in events:
-                if data:
+                if data and data != STREAM_END:
                     await send({"type": "http.response.body",
                                 "body": encode_event(data, event_id), "more_body": True})
-                if is_response(data):
+                if is_response(data) or data == STREAM_END:
                     await send({"type": "http.response.body", "body": b"",
                                 "more_body": False})
                     return

@@ -41,6 +41,9 @@ MAX_BACKLOG_BYTES = 1024 * 1024
 """Bytes of those messages kept at most."""
 WITHDRAWN = (b"", True)
 """What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
+STREAM_END = b"\x00"
+"""Stored as the last event of a request stream whose answer was withdrawn (never sent to
+a client: not JSON, so never taken for a message)."""
 PACE_POLL = 0.01
 """Seconds between looks at a congested stream while a producer waits for room."""
 STORE_OUTAGE = 60.0
@@ -287,7 +290,12 @@ class ResponseStream:
                     await self.wakeup.wait()
                     self.wakeup = asyncio.Event()
                 for data, final in self.take_queue():
-                    if not data:  # withdrawn: the exchange ends without an answer
+                    if not data:  # withdrawn: the exchange ends without an answer,
+                        # which the store records for a resumption on another instance
+                        try:
+                            await store.append(sid, self.id, STREAM_END)
+                        except StoreUnavailable:
+                            await _stored_later(store, sid, self.id, STREAM_END)
                         self.finished.set()
                         if self.listener is not None:
                             self.listener.end()
