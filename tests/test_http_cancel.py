@@ -28,6 +28,7 @@ from typing import Any
 
 import anyio
 import httpx
+import orjson
 import pytest
 
 from mcpkit.transports.http_server import StreamableHTTPApp
@@ -267,7 +268,7 @@ async def test_a_cancelled_stream_resumed_on_another_instance_ends(
     async with c.open_post(sleep_call(5, 30, "p5")) as live:
         _, progress = await live.next_message(timeout=5)
         assert progress["method"] == "notifications/progress"
-        primed = [e.id for e in live.events if e.id][0]
+        primed = next(e.id for e in live.events if e.id)
         await cancel(c, 5)
         assert await live.until_end(timeout=5) == []
     c.url = b.url
@@ -277,3 +278,38 @@ async def test_a_cancelled_stream_resumed_on_another_instance_ends(
         replayed = await resumed.until_end(timeout=5)
     assert time.monotonic() - started < 3
     assert [m["method"] for _, m in replayed] == ["notifications/progress"]
+
+
+async def test_a_server_cancelling_its_question_sends_nothing_more(
+        everything: Daemon) -> None:
+    """The other direction: the client cancels a call whose handler was asking it a
+    question (elicitation); the server cancels that question, the client's handler
+    stops, and the client POSTs nothing for it (no empty body, no answer)."""
+    from mcpkit.client import Client, Http
+
+    bodies: list[bytes] = []
+    asked = anyio.Event()
+
+    async def record(request: httpx.Request) -> None:
+        if request.method == "POST":
+            bodies.append(request.content)
+
+    async def elicit(params: Any) -> Any:
+        asked.set()
+        await anyio.sleep(30)  # a user who does not answer
+        return {"action": "decline"}
+
+    async with httpx.AsyncClient(event_hooks={"request": [record]}) as http, Client(
+            Http(f"http://127.0.0.1:{everything.port}/mcp", http_client=http),
+            mode="stateful", elicitation=elicit) as client:
+        async with anyio.create_task_group() as tg:
+            tg.start_soon(client.call_tool, "test_elicitation", {"message": "sure?"})
+            with anyio.fail_after(5):
+                await asked.wait()
+            tg.cancel_scope.cancel()  # the call is cancelled: notifications/cancelled
+        await anyio.sleep(0.5)
+        assert (await client.call_tool("echo", {"text": "on"})).content[0].text == "on"  # type: ignore[union-attr]
+    assert all(body for body in bodies), bodies
+    sent = [orjson.loads(body) for body in bodies]
+    assert not any("result" in m and "action" in m["result"] for m in sent
+                   if isinstance(m, dict)), sent  # the question was never answered

@@ -152,7 +152,7 @@ class HttpClientTransport:
     def wake(self, now: bool) -> None:
         """``Output``: POST every message the connection queued, each in its own task."""
         for out in self.session.conn.messages_to_send():
-            if self._closed:
+            if self._closed or not out.data:  # (a withdrawn answer: nothing to POST)
                 continue
             if out.method == "notifications/cancelled" and self._close_post(out):
                 continue
