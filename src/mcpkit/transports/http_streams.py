@@ -28,7 +28,7 @@ from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
-from ..storage.faults import StoreUnavailable
+from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
 
@@ -36,9 +36,10 @@ log = logging.getLogger("mcpkit.http")
 
 MAX_BACKLOG = 1000
 """Server-initiated messages kept for a session without a GET stream (older are dropped)."""
-STORE_OUTAGE = 60.0
-"""Seconds an SSE stream waits for an unreachable event store before it ends."""
-STORE_RETRY = 0.5
+STORE_OUTAGE = OUTAGE_WAIT
+"""Seconds an SSE stream's event waits for an unreachable event store; past them the
+stream's events go out without ids (``ResponseStream._stored``)."""
+STORE_RETRY = RETRY_EVERY
 """Seconds between attempts to store an event while the store is unreachable."""
 
 
@@ -82,6 +83,7 @@ class ResponseStream:
         "_parked",
         "_primed",
         "_pump",
+        "_unstored",
         "closed",
         "done",
         "finished",
@@ -108,6 +110,7 @@ class ResponseStream:
         self._pump = False  # a pump is running
         self._primed = False
         self._parked = False
+        self._unstored = False  # the event store failed: events go out without ids
 
     def push(self, data: bytes, final: bool) -> None:
         self.queue.append((data, final))
@@ -174,8 +177,8 @@ class ResponseStream:
                 self._primed = True
                 rev = self.session.conn.revision
                 if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
-                    prime = await store.append(sid, self.id, b"")
-                    if self.listener is not None:
+                    prime = await self._stored(store, sid, b"")
+                    if prime and self.listener is not None:
                         self.listener.put(prime, b"", False)
             while True:
                 while not self.queue:
@@ -185,10 +188,7 @@ class ResponseStream:
                     self.wakeup = asyncio.Event()
                 batch, self.queue = self.queue, []
                 for data, final in batch:
-                    try:
-                        event_id = await store.append(sid, self.id, data)
-                    except StoreUnavailable:  # a shared store: wait for it, in order
-                        event_id = await _stored_later(store, sid, self.id, data)
+                    event_id = await self._stored(store, sid, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -203,6 +203,26 @@ class ResponseStream:
             self._pump = False
             if self.finished.is_set():
                 self.session.resumable.pop(self.id, None)
+
+    async def _stored(self, store: EventStore, sid: str, data: bytes) -> str:
+        """The id of ``data`` stored as this stream's next event. A shared store that
+        cannot be reached is waited for (``_stored_later``), so events go out in order
+        once it is back. When it stays away past ``STORE_OUTAGE`` (or the store fails
+        otherwise) this and every later event of the stream get no id (""): they still
+        go to the connection, not stored and so not resumable, rather than being lost."""
+        if self._unstored:
+            return ""
+        try:
+            try:
+                return await store.append(sid, self.id, data)
+            except StoreUnavailable:  # a shared store: wait for it, in order
+                return await _stored_later(store, sid, self.id, data)
+        except Exception as exc:
+            self._unstored = True
+            log.warning("SSE stream %s of session %s: its events go out without ids from "
+                        "now on (not resumable): the event store failed: %s", self.id, sid,
+                        exc, exc_info=not isinstance(exc, StoreUnavailable))
+            return ""
 
 
 async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
@@ -340,18 +360,28 @@ class HttpSession:
         if standalone is not None:
             standalone.push(out.data, False)
         elif self.bus is not None:  # the GET stream may be open on another instance
-            self.outbox.append(NOTIFY + out.data)
+            if len(self.outbox) < MAX_BACKLOG:  # (only while the bus is unreachable)
+                self.outbox.append(NOTIFY + out.data)  # (a new, exact-size bytes)
             if len(self.outbox) == 1:
                 self.session.spawn(self._publish)
         elif len(self.backlog) < MAX_BACKLOG:
             self.backlog.append(out.data)
 
     async def _publish(self) -> None:
-        """Publish the outbox on the bus, in order (one publisher at a time)."""
+        """Publish the outbox on the bus, in order (one publisher at a time). While the
+        bus cannot be reached the messages wait (up to ``MAX_BACKLOG`` of them, for up to
+        ``STORE_OUTAGE`` seconds, as SSE events do); past that they are dropped, logged."""
+        down_since: float | None = None
         while self.outbox and self.bus is not None:
             try:
                 await self.bus.publish(self.session_id, self.outbox[0])
-            except Exception as exc:  # the store is down: this message is lost
+                down_since = None
+            except Exception as exc:
+                now = time.monotonic()
+                down_since = now if down_since is None else down_since
+                if isinstance(exc, StoreUnavailable) and now - down_since < STORE_OUTAGE:
+                    await asyncio.sleep(STORE_RETRY)
+                    continue
                 log.warning("session %s: a message for the GET stream was dropped: %s",
                             self.session_id, exc)
             del self.outbox[0]
