@@ -23,7 +23,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ..protocol.connection import Connection, Outgoing
-from ..protocol.jsonrpc import RequestId
+from ..protocol.jsonrpc import RequestId, compact
 from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.bus import NOTIFY, SessionBus
@@ -166,7 +166,7 @@ class ResponseStream:
         unstored messages go back to the session's backlog."""
         self._parked = True
         self.wakeup.set()
-        self.session.backlog[:0] = [d for d, _ in self.queue]
+        self.session.backlog[:0] = [compact(d) for d, _ in self.queue]
         self.queue.clear()
 
     async def _run_pump(self) -> None:
@@ -365,7 +365,7 @@ class HttpSession:
             if len(self.outbox) == 1:
                 self.session.spawn(self._publish)
         elif len(self.backlog) < MAX_BACKLOG:
-            self.backlog.append(out.data)
+            self.backlog.append(compact(out.data))  # kept: held at its size
 
     async def _publish(self) -> None:
         """Publish the outbox on the bus, in order (one publisher at a time). While the
