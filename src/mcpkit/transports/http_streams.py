@@ -155,6 +155,7 @@ class ResponseStream:
         """Store events from now on (starting the pump unless it runs)."""
         self.sse = True
         self._parked = False
+        self._unstored = False  # (a GET stream opened again: its events are stored again)
         if not self.standalone:  # resumable by its id until its final event is stored
             self.session.resumable[self.id] = self
         if not self._pump:
