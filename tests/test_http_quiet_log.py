@@ -143,7 +143,7 @@ def test_curl_session(everything: Daemon, tmp_path: Path) -> None:
     try:
         asyncio.run(asyncio.sleep(0.5))  # the GET stream is open
         curl("-X", "DELETE", "-H", f"Mcp-Session-Id: {sid}", url)
-        out, err = get.communicate(timeout=10)  # ended by the server, as a complete answer
+        _, err = get.communicate(timeout=10)  # ended by the server, as a complete answer
         assert get.returncode == 0, err
     finally:
         if get.poll() is None:

@@ -46,6 +46,7 @@ from ..protocol.tasks import (
 from ..session import Session
 from ..session.loop import running_asyncio_loop
 from ..storage.cancels import stop_tasks
+from ..storage.faults import OUTAGE_WAIT, outlast
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
 
@@ -316,7 +317,7 @@ class TaskManager:
             self._next_sweep = now + 1.0
             await self.sweep(now)
         run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
-        await self.store.put(run.record)
+        await outlast(lambda: self.store.put(run.record))  # a shared store: waited for
         return run
 
     def create_now(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
@@ -375,9 +376,13 @@ class TaskManager:
                            record.ttl_ms, record.poll_ms, record.message, form)
 
     async def move(self, run: TaskRun, status: str, *, message: str | None = None,
-                   result: JSONObject | None = None, error: JSONObject | None = None) -> bool:
+                   result: JSONObject | None = None, error: JSONObject | None = None,
+                   wait: bool = True) -> bool:
         """Move ``run`` to ``status`` if that edge is allowed (False: it is not, e.g. the
-        task is already terminal); stored, then announced."""
+        task is already terminal); stored, then announced. A shared store that cannot be
+        reached is waited for (``outlast``: a result is not lost to a short outage)
+        unless ``wait`` is False (a handler stopped by shutdown: its instance's lapsing
+        heartbeat reports the task failed anyway)."""
         record = run.record
         if not can_move(record.status, status):
             return False
@@ -390,7 +395,7 @@ class TaskManager:
         if is_terminal(status):
             self._finish(run)
         async with run.lock:
-            await self.store.put(record)
+            await outlast(lambda: self.store.put(record), wait=OUTAGE_WAIT if wait else 0)
         if is_terminal(status):
             run.done.set()
         session = run.session

@@ -58,11 +58,12 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
                 break
             done = (listener.ended or listener.overflowed) and not items
             for event_id, data, final in items:
-                seq = int(event_id.rpartition("_")[2])
-                if skip_through is not None and seq <= skip_through:
+                if skip_through is not None and event_id and (
+                        int(event_id.rpartition("_")[2]) <= skip_through):
                     listener.sent(len(data))
                     continue
-                chunk = encode_event(data, event_id, retry_ms if first else None)
+                chunk = encode_event(data, event_id or None,  # "": not stored
+                                     retry_ms if first else None)
                 first = False
                 await sender({"type": "http.response.body", "body": chunk,
                               "more_body": True})
@@ -110,7 +111,14 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
             old.retire()
         if reopen:
             session.open_standalone(live, listener)
-    replay = await store.replay(session.session_id, last)
+    try:
+        replay = await store.replay(session.session_id, last)
+    except StoreUnavailable:  # the 503 (resume again later): let go of the stream
+        if live is not None and live.listener is listener:
+            live.listener = None
+            if live.standalone:
+                session.release_standalone(live)
+        raise
     _, events = replay or (stream_id, [])  # (None: the session ended meanwhile)
     last_seq = int(events[-1][0].rpartition("_")[2]) if events else int(
         last.rpartition("_")[2])

@@ -323,10 +323,20 @@ class StreamableHTTPApp:
             return  # the common case, checked without building a snapshot
         snap = session.record()
         if snap != saved:
-            session.saved = snap
             await self.config.session_store.save(session.session_id, snap)
+            session.saved = snap  # (once saved: a failed save is tried again)
             if self.shared is not None:
                 await self.shared.changed(session)
+
+    async def _persist_fed(self, session: HttpSession) -> None:
+        """``_persist`` once a POST was fed to the session: its messages were taken, so a
+        store that cannot be reached does not refuse them (a 503 would have the client
+        send them again); the record is saved at the session's next POST instead."""
+        try:
+            await self._persist(session)
+        except StoreUnavailable as exc:
+            log.warning("session %s: its record is saved at its next request: %s",
+                        session.session_id, exc)
 
     def _check_version(self, headers: dict[str, str], session: HttpSession) -> None:
         version = headers.get("mcp-protocol-version")
@@ -416,7 +426,7 @@ class StreamableHTTPApp:
                     await respond(send, 202)
                     return
             direct = session.feed(obj, principal, peer)
-            await self._persist(session)
+            await self._persist_fed(session)
             if direct:
                 await respond(send, 400, direct[0])
             else:
@@ -438,7 +448,7 @@ class StreamableHTTPApp:
         stream = ResponseStream(session, session.new_stream_id())
         session.streams[key] = stream
         direct = session.feed(obj, principal, peer)
-        await self._persist(session)
+        await self._persist_fed(session)
         if direct and not stream.queue:
             session.streams.pop(key, None)
             await respond(send, 400, direct[0])

@@ -78,8 +78,12 @@ class SharedSessions:
         session.stream_prefix = f"{self.token}-"
         self._held[session.session] = session
         session.conn.number_requests_from(secrets.randbelow(FIRST_ID_RANGE))
-        await self.bus.listen(session.session_id,
-                              functools.partial(_deliver, session, ended))
+        try:
+            await self.bus.listen(session.session_id,
+                                  functools.partial(_deliver, session, ended))
+        except StoreUnavailable:  # the request's 503: the session is not held here
+            self._held.pop(session.session, None)
+            raise
 
     async def alive(self, session: HttpSession) -> bool:
         """Renew the session's record and take what another instance changed in it

@@ -23,12 +23,12 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol.connection import Connection, Outgoing
-from ..protocol.jsonrpc import RequestId
+from ..protocol.jsonrpc import RequestId, compact
 from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
-from ..storage.faults import StoreUnavailable
+from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
 from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
@@ -46,9 +46,10 @@ STREAM_END = b"\x00"
 a client: not JSON, so never taken for a message)."""
 PACE_POLL = 0.01
 """Seconds between looks at a congested stream while a producer waits for room."""
-STORE_OUTAGE = 60.0
-"""Seconds an SSE stream waits for an unreachable event store before it ends."""
-STORE_RETRY = 0.5
+STORE_OUTAGE = OUTAGE_WAIT
+"""Seconds an SSE stream's event waits for an unreachable event store; past them the
+stream's events go out without ids (``ResponseStream._stored``)."""
+STORE_RETRY = RETRY_EVERY
 """Seconds between attempts to store an event while the store is unreachable."""
 
 
@@ -74,6 +75,8 @@ class Listener:
     def put(self, event_id: str, data: bytes, final: bool) -> None:
         if self.overflowed:
             return
+        if self.items:  # the reader lags: this one is held a while, at its own size
+            data = compact(data)
         self.items.append((event_id, data, final))
         self.pending += len(data)
         if self.pending > self.limit and not final:
@@ -123,6 +126,7 @@ class ResponseStream:
         "_parked",
         "_primed",
         "_pump",
+        "_unstored",
         "closed",
         "done",
         "dropped",
@@ -160,6 +164,7 @@ class ResponseStream:
         self.limit = MAX_STREAM_BUFFER
         self.dropped = 0
         self.overflowed = False
+        self._unstored = False  # the event store failed: events go out without ids
 
     def push(self, data: bytes, final: bool) -> None:
         """Queue a message; ``final``: it ends the exchange (empty ``data``: withdrawn,
@@ -177,6 +182,8 @@ class ResponseStream:
             self.overflowed = True  # relayed without a store: the reader is too slow
             self.wakeup.set()
             return
+        if self.queue:  # something waits already: this one is held too, at its size
+            data = compact(data)
         self.queue.append((data, final))
         self.queued += len(data)
         self.wakeup.set()
@@ -259,6 +266,7 @@ class ResponseStream:
         """Store events from now on (starting the pump unless it runs)."""
         self.sse = True
         self._parked = False
+        self._unstored = False  # (a GET stream opened again: its events are stored again)
         if not self.standalone:  # resumable by its id until its final event is stored
             self.session.resumable[self.id] = self
         if not self._pump:
@@ -280,8 +288,8 @@ class ResponseStream:
                 self._primed = True
                 rev = self.session.conn.revision
                 if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
-                    prime = await store.append(sid, self.id, b"")
-                    if self.listener is not None:
+                    prime = await self._stored(store, sid, b"")
+                    if prime and self.listener is not None:
                         self.listener.put(prime, b"", False)
             while True:
                 while not self.queue:
@@ -292,18 +300,12 @@ class ResponseStream:
                 for data, final in self.take_queue():
                     if not data:  # withdrawn: the exchange ends without an answer,
                         # which the store records for a resumption on another instance
-                        try:
-                            await store.append(sid, self.id, STREAM_END)
-                        except StoreUnavailable:
-                            await _stored_later(store, sid, self.id, STREAM_END)
+                        await self._stored(store, sid, STREAM_END)
                         self.finished.set()
                         if self.listener is not None:
                             self.listener.end()
                         return
-                    try:
-                        event_id = await store.append(sid, self.id, data)
-                    except StoreUnavailable:  # a shared store: wait for it, in order
-                        event_id = await _stored_later(store, sid, self.id, data)
+                    event_id = await self._stored(store, sid, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -318,6 +320,26 @@ class ResponseStream:
             self._pump = False
             if self.finished.is_set():
                 self.session.resumable.pop(self.id, None)
+
+    async def _stored(self, store: EventStore, sid: str, data: bytes) -> str:
+        """The id of ``data`` stored as this stream's next event. A shared store that
+        cannot be reached is waited for (``_stored_later``), so events go out in order
+        once it is back. When it stays away past ``STORE_OUTAGE`` (or the store fails
+        otherwise) this and every later event of the stream get no id (""): they still
+        go to the connection, not stored and so not resumable, rather than being lost."""
+        if self._unstored:
+            return ""
+        try:
+            try:
+                return await store.append(sid, self.id, data)
+            except StoreUnavailable:  # a shared store: wait for it, in order
+                return await _stored_later(store, sid, self.id, data)
+        except Exception as exc:
+            self._unstored = True
+            log.warning("SSE stream %s of session %s: its events go out without ids from "
+                        "now on (not resumable): the event store failed: %s", self.id, sid,
+                        exc, exc_info=not isinstance(exc, StoreUnavailable))
+            return ""
 
 
 async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
@@ -462,7 +484,8 @@ class HttpSession:
         if standalone is not None:
             standalone.push(out.data, False)
         elif self.bus is not None:  # the GET stream may be open on another instance
-            self.outbox.append(NOTIFY + out.data)
+            if len(self.outbox) < MAX_BACKLOG:  # (only while the bus is unreachable)
+                self.outbox.append(NOTIFY + out.data)  # (a new, exact-size bytes)
             if len(self.outbox) == 1:
                 self.session.spawn(self._publish)
         else:
@@ -476,7 +499,7 @@ class HttpSession:
         for data in messages:
             if len(backlog) >= MAX_BACKLOG or self.backlog_bytes + len(data) > MAX_BACKLOG_BYTES:
                 return
-            backlog.append(data)
+            backlog.append(compact(data))  # kept: held at its size
             self.backlog_bytes += len(data)
 
     def congested(self, related: RequestId | None) -> Coroutine[Any, Any, None] | None:
@@ -486,11 +509,20 @@ class HttpSession:
         return None if stream is None else stream.congested()
 
     async def _publish(self) -> None:
-        """Publish the outbox on the bus, in order (one publisher at a time)."""
+        """Publish the outbox on the bus, in order (one publisher at a time). While the
+        bus cannot be reached the messages wait (up to ``MAX_BACKLOG`` of them, for up to
+        ``STORE_OUTAGE`` seconds, as SSE events do); past that they are dropped, logged."""
+        down_since: float | None = None
         while self.outbox and self.bus is not None:
             try:
                 await self.bus.publish(self.session_id, self.outbox[0])
-            except Exception as exc:  # the store is down: this message is lost
+                down_since = None
+            except Exception as exc:
+                now = time.monotonic()
+                down_since = now if down_since is None else down_since
+                if isinstance(exc, StoreUnavailable) and now - down_since < STORE_OUTAGE:
+                    await asyncio.sleep(STORE_RETRY)
+                    continue
                 log.warning("session %s: a message for the GET stream was dropped: %s",
                             self.session_id, exc)
             del self.outbox[0]
