@@ -21,6 +21,7 @@ from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
 from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream
+from . import declared
 from .audit import AuditHook
 from .context import Context
 from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
@@ -87,7 +88,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         website_url: str | None = None,
-        icons: list[JSON] | None = None,
+        icons: list[declared.ObjectLike] | None = None,
         instructions: str | None = None,
         tools: Iterable[Callable[..., Any] | Tool] = (),
         resources: Iterable[Resource | ResourceTemplate] = (),
@@ -116,7 +117,7 @@ class Server:
         if website_url:
             info["websiteUrl"] = website_url
         if icons:
-            info["icons"] = icons
+            info["icons"] = declared.icons(icons)
         self.name = name
         self.info = info
         self.instructions = instructions
@@ -351,8 +352,7 @@ class Server:
             instructions=self.instructions,
             max_message_size=self.max_message_size,
         )
-        conn.cache_ttl_ms = self.cache_ttl_ms
-        conn.cache_scope = self.cache_scope
+        conn.cache_ttl_ms, conn.cache_scope = self.cache_ttl_ms, self.cache_scope
         return conn
 
     def param_headers(self, name: str) -> dict[str, str]:
