@@ -116,11 +116,11 @@ class ResponseStream:
         self.wakeup.set()
 
     def end(self) -> None:
-        """The session ended: nothing more will come."""
+        """The session ended: nothing more will come (a live response is completed)."""
         self.closed = True
         self.wakeup.set()
         if self.listener is not None:
-            self.listener.leave()
+            self.listener.end()
 
     async def first(self) -> tuple[bytes, bool]:
         while not self.queue:
@@ -222,10 +222,12 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
     """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
     final message, the client's departure, or the end of its session."""
     done = False
-    while not done and not is_gone() and not stream.closed:
+    while not done and not is_gone():
         while not stream.queue and not is_gone() and not stream.closed:
             await stream.wakeup.wait()
             stream.wakeup = asyncio.Event()
+        if not stream.queue:
+            return  # the client left, or the stream ended with nothing left to send
         batch, stream.queue = stream.queue, []
         for data, final in batch:
             await send({"type": "http.response.body", "body": encode_event(data),
@@ -390,7 +392,7 @@ class HttpSession:
     def close(self) -> None:
         """End the session: handlers and stream pumps cancelled, every stream ended."""
         self.session.close()
-        for stream in (self.standalone, *self.streams.values()):
+        for stream in (self.standalone, *self.streams.values(), *self.resumable.values()):
             if stream is not None:
                 stream.end()
 

@@ -96,6 +96,8 @@ class LegacySSE:
         watcher = watch_disconnect(receive, went)
         try:
             await relay(stream, send, lambda: gone)
+            if not gone:  # the session ended (closed, or the server drained): say so
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
         finally:
