@@ -437,6 +437,7 @@ class Server:
         legacy_sse: bool = True,
         legacy_sse_path: str = "/sse",
         legacy_messages_path: str = "/messages",
+        drain: float = 10.0,
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
         store: str | RedisStores | None = None,
@@ -477,6 +478,7 @@ class Server:
           ``allow_delete`` (True): clients may end their session with DELETE.
         - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients, at
           ``legacy_sse_path`` ("/sse") and ``legacy_messages_path`` ("/messages").
+        - ``drain`` (10): seconds requests in flight get to finish on SIGTERM (docs/http.md).
         - ``event_store``: where SSE events wait to be replayed to a client that resumes
           (an ``EventStore``); None: in memory, per app. ``SQLiteEventStore`` survives a
           restart.
@@ -503,8 +505,7 @@ class Server:
             max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
             retry_ms=retry_ms, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path,
-        )
+            legacy_messages_path=legacy_messages_path, drain=drain)
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
         sharing = None
         if store is not None:

@@ -58,6 +58,7 @@ class HttpOptions(TypedDict, total=False):
     legacy_sse: bool
     legacy_sse_path: str
     legacy_messages_path: str
+    drain: float
     event_store: EventStore | None
     session_store: SessionStore | None
     store: str | RedisStores | None

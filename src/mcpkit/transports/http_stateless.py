@@ -30,8 +30,9 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
-from ..session import Principal
+from ..session import ENDLESS_METHODS, Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, watch_disconnect
+from .http_drain import RESTART_HEADERS
 from .http_routing import NAMED_BY
 from .http_streams import HttpSession, ResponseStream, relay
 
@@ -206,17 +207,28 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
     session.streams[rid] = stream
     session.feed(obj, principal, peer)
     app.in_flight += 1
+    drain = app.drain  # it ends this exchange when the server stops (http_drain)
+    drain.stateless.add(session)
+    listen = obj["method"] in ENDLESS_METHODS and rid in session.streams
+    if listen:
+        drain.listens[session] = rid
     try:
         first = await stream.first_unless_gone(receive)
         if first is None:
             return  # the client went away before the answer began: cancelled below
         data, final = first
         if final and app.config.response_mode != "sse":
-            await respond(send, stateless_status(data), data)
+            if stream.cut_off:  # the drain's deadline passed before an answer came
+                await respond(send, 503, data, RESTART_HEADERS)
+            else:
+                await respond(send, stateless_status(data), data)
             return
         await _relay_sse(stream, send, receive)
     finally:
         app.in_flight -= 1
+        drain.stateless.discard(session)
+        if listen:
+            drain.listens.pop(session, None)
         session.close()  # ends the handler if the client went away first
 
 async def _relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:

@@ -83,6 +83,7 @@ class ResponseStream:
         "_primed",
         "_pump",
         "closed",
+        "cut_off",
         "done",
         "finished",
         "id",
@@ -102,6 +103,7 @@ class ResponseStream:
         self.wakeup = asyncio.Event()
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
+        self.cut_off = False  # ended by the server's drain in place of its answer (cut)
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: Listener | None = None
         self.finished = asyncio.Event()  # the final event was stored (and handed on)
@@ -121,6 +123,12 @@ class ResponseStream:
         self.wakeup.set()
         if self.listener is not None:
             self.listener.end()
+
+    def cut(self, answer: bytes) -> None:
+        """The server's drain ran out of time (``http_drain``): ``answer``, an error saying
+        so, is the final message in place of the one that will not come."""
+        self.cut_off = True
+        self.push(answer, True)
 
     async def first(self) -> tuple[bytes, bool]:
         while not self.queue:
