@@ -86,10 +86,9 @@ class Drain:
         #: True when the server running the app begins the drain itself (``run_http``):
         #: then no signal handler is chained.
         self.managed = False
-        #: The 2026-07-28 requests being answered (each a session of its own), and which
-        #: of them are listen streams (session -> request id).
-        self.stateless: set[HttpSession] = set()
-        self.listens: dict[HttpSession, RequestId] = {}
+        #: The 2026-07-28 requests being answered, each a session of its own -> the
+        #: request's id when it is a listen stream (None for any other request).
+        self.stateless: dict[HttpSession, RequestId | None] = {}
         self._began = 0.0
         self._cut = False
         self._timer: asyncio.TimerHandle | None = None
@@ -112,7 +111,8 @@ class Drain:
         self.active = True
         self._began = time.monotonic()
         app = self.app
-        in_flight = self.pending() - len(self.listens)
+        listens = [(s, rid) for s, rid in self.stateless.items() if rid is not None]
+        in_flight = self.pending() - len(listens)
         app.body_deadlines.expire(refusal)
         ended = 0
         for session in app.sessions.values():
@@ -120,9 +120,8 @@ class Drain:
             if stream is not None and stream.listener is not None:
                 stream.listener.end()  # a complete response; its events are stored
                 ended += 1
-        for session, rid in list(self.listens.items()):
+        for session, rid in listens:
             ended += end_listen(session, rid)
-        self.listens.clear()
         loop = asyncio.get_running_loop()
         self._timer = loop.call_later(self.seconds, self.cut)
         self._watcher = loop.create_task(self._watch())

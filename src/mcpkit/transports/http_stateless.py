@@ -207,11 +207,8 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
     session.streams[rid] = stream
     session.feed(obj, principal, peer)
     app.in_flight += 1
-    drain = app.drain  # it ends this exchange when the server stops (http_drain)
-    drain.stateless.add(session)
-    listen = obj["method"] in ENDLESS_METHODS and rid in session.streams
-    if listen:
-        drain.listens[session] = rid
+    stateless = app.drain.stateless  # the drain ends this exchange when the server stops
+    stateless[session] = rid if obj["method"] in ENDLESS_METHODS else None
     try:
         first = await stream.first_unless_gone(receive)
         if first is None:
@@ -226,9 +223,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         await _relay_sse(stream, send, receive)
     finally:
         app.in_flight -= 1
-        drain.stateless.discard(session)
-        if listen:
-            drain.listens.pop(session, None)
+        del stateless[session]
         session.close()  # ends the handler if the client went away first
 
 async def _relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:
