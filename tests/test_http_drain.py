@@ -388,3 +388,29 @@ async def test_a_client_that_stops_reading_does_not_hold_the_exit(tmp_path: Path
         assert problems(server.log) == []
     finally:
         server.stop()
+
+
+def test_a_hook_outliving_its_event_loop_leaves_the_signal_alone() -> None:
+    """An app driven in the main thread without a server (httpx's ASGITransport, as a
+    user's tests do) chains its drain to SIGINT on its first request; once that event
+    loop is closed, Ctrl-C must still raise KeyboardInterrupt, not an error of the
+    closed loop."""
+    from tests.support.http import everything_server
+
+    app = everything_server().asgi_app()
+
+    async def one_request() -> int:
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://localhost") as c:
+            mcp = McpHttp(c, "http://localhost/mcp")
+            reply = await mcp.post(mcp.init_message())
+            return reply.status
+
+    before = signal.getsignal(signal.SIGINT)
+    try:
+        assert asyncio.run(one_request()) == 200
+        assert signal.getsignal(signal.SIGINT) is not before  # chained on first use
+        with pytest.raises(KeyboardInterrupt):
+            signal.raise_signal(signal.SIGINT)
+    finally:
+        signal.signal(signal.SIGINT, before)

@@ -215,7 +215,10 @@ class Drain:
                 continue
 
             def chained(signum: int, frame: Any, previous: Any = previous) -> None:
-                loop.call_soon_threadsafe(self._signalled, signum)
+                try:
+                    loop.call_soon_threadsafe(self._signalled, signum)
+                except RuntimeError:  # that event loop is closed: nothing left to drain
+                    pass
                 previous(signum, frame)
 
             signal.signal(sig, chained)
