@@ -188,3 +188,57 @@ async def test_a_rolling_restart_under_load_loses_no_answer(tmp_path: Path) -> N
           f"{tally.resumed} resumed, {tally.get_ends} GET streams ended and resumed; "
           f"exits {[round(t, 2) for t in restarted]} s after SIGTERM "
           f"({time.strftime('%H:%M:%S')})")
+
+
+async def test_what_a_drain_ends_is_resumed_on_another_instance(tmp_path: Path) -> None:
+    """Instance A drains (1 s) with a GET stream and a call longer than the drain open:
+    the GET stream ends at once and is taken over on B, which then delivers the session's
+    notifications; the call is cut at the deadline with its error as the last event, and
+    a resumption on B replays that error from Redis. A exits 0, logging no problem."""
+    with ExitStack() as stack:
+        deployment = Deployment(stack, tmp_path, options=("--drain", "1", "--log-level",
+                                                          "INFO"))
+        async with httpx.AsyncClient(timeout=httpx.Timeout(20, read=None)) as http:
+            on_a = McpHttp(http, deployment.direct(0))
+            await on_a.initialize()
+            on_b = McpHttp(http, deployment.direct(1))
+            on_b.session_id, on_b.version, on_b.checker = (on_a.session_id, on_a.version,
+                                                           on_a.checker)
+            call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+                "name": "sleep", "arguments": {"seconds": 30}, "_meta": {"progressToken": "t"}}}
+            on_a.checker.saw_peer(call)
+            async with on_a.open_get() as get, on_a.open_post(call) as long:
+                priming = await get.next_event()
+                _, progress = await long.next_message(5)
+                assert progress["method"] == "notifications/progress"
+                signalled = terminate(deployment.instances[0])
+                with anyio.fail_after(1.0), pytest.raises(EOFError):  # at once, complete
+                    await get.next_event()
+                rest = await long.until_end(5)  # complete, with the cut's error last
+                assert time.monotonic() - signalled >= 0.9
+            cut = rest[-1][1]
+            assert cut["id"] == 7 and cut["error"]["code"] == -32603, cut
+            before_cut = [e.id for e in long.events if e.id][-2]
+            resumed = await exchange(on_b, "GET", None, on_b.headers(
+                accept="text/event-stream", content_type=None, last_event_id=before_cut))
+            assert resumed.status == 200 and resumed.clean and resumed.messages == [cut]
+            code, _ = await exit_status(deployment.instances[0], 1 + 4)
+            assert code == 0
+            assert problems(deployment.instances[0].log) == []
+            taken: list[Any] = []
+            open_on_b = anyio.Event()
+
+            async def read_taken_over() -> None:
+                async with on_b.open_get(last_event_id=priming.id) as again:
+                    assert again.status == 200  # (B took the stream over before answering)
+                    open_on_b.set()
+                    taken.append(await again.next_message(10))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(read_taken_over)
+                with anyio.fail_after(10):
+                    await open_on_b.wait()
+                changed = await on_b.call_tool("test_trigger_tool_change")
+                assert changed.status == 200
+            (_, note), = taken
+            assert note["method"] == "notifications/tools/list_changed"
