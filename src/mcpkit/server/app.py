@@ -439,6 +439,7 @@ class Server:
         legacy_sse: bool = True,
         legacy_sse_path: str = "/sse",
         legacy_messages_path: str = "/messages",
+        drain: float = 10.0,
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
         store: str | RedisStores | None = None,
@@ -458,39 +459,8 @@ class Server:
           verifier is closed when the app's lifespan ends. Put the app at the host's
           root (the metadata paths are there).
 
-        - ``response_mode``: ``"auto"`` answers a POST as JSON when the response is the
-          first thing its handler produces and as SSE once it sends progress, logs or
-          requests first; ``"json"`` and ``"sse"`` always use one.
-        - ``allowed_hosts``: ``Host`` names served (421 otherwise; ``"*"``: any); None:
-          localhost names, any port. ``allowed_origins``: ``Origin`` values accepted (403
-          otherwise; ``"*"``: any); None: http(s) origins on localhost. ``trusted_proxies``
-          (none): client IPs whose ``X-Forwarded-Host``/``Forwarded`` host is believed.
-        - ``max_body`` (4 MiB): bytes of a POST body (413); ``body_timeout`` (30) to read it.
-        - ``max_sessions`` (10,000): open sessions (503 to a new one).
-          ``session_idle_timeout`` (3600): seconds without a request before a session
-          ends (then 404); ``sweep_interval`` (1) between sweeps, ``sweep_batch`` (1000).
-        - ``max_in_flight`` (4096) per session (429), ``max_in_flight_total`` (65,536)
-          in all (503): requests being answered. ``retry_ms`` (1000): SSE ``retry``.
-          ``max_stream_buffer`` (1 MiB): bytes an SSE response holds for a slow reader
-          (handlers are paced past a quarter; past all, the response ends and the client
-          resumes); ``stall_timeout`` (30): seconds a blocked write waits before a cut.
-        - ``enable_get`` (True): serve the GET stream (405 when False); ``allow_delete``
-          (True): clients may end their session with DELETE.
-        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients (at
-          ``legacy_sse_path``, "/sse", and ``legacy_messages_path``, "/messages").
-        - ``event_store``: where SSE events wait for a client that resumes (an
-          ``EventStore``; None: in memory); ``SQLiteEventStore`` survives a restart.
-        - ``session_store``: session records a restarted server takes back (a
-          ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
-          (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
-        - ``store``: run as one of several instances sharing all their state, on Redis
-          (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
-          session records, SSE event logs, the ``requestState`` key, rate-limit buckets
-          (unless ``Server(rate_limit_store=...)`` was given), task records (unless
-          ``Server(task_store=...)`` was given; docs/tasks.md), and delivery between
-          instances; ``event_store``/``session_store`` given too win over its own. Any
-          instance then serves any request of any session (docs/deployment.md). Redis
-          unreachable: 503 with ``Retry-After`` to the requests that need it.
+        The other options, each with its default, are documented in
+        ``mcpkit.server.serving.HttpOptions`` (and docs/http.md).
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -504,8 +474,7 @@ class Server:
             retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
             stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path,
-        )
+            legacy_messages_path=legacy_messages_path, drain=drain)
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
         sharing = None
         if store is not None:

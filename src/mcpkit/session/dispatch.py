@@ -47,6 +47,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.record import Record
+from ..protocol.stateless import SUBSCRIPTION_ID
 from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
@@ -270,11 +271,15 @@ class Session:
         for task in list(self._tasks or ()):
             task.cancel()
 
-    async def drain(self) -> None:
+    async def drain(self, stopped: bool = False) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``); endless
-        requests (a ``subscriptions/listen`` stream) end now."""
+        requests (a ``subscriptions/listen`` stream) end now, and when the server stopped
+        (``stop_input``: SIGTERM) gracefully: answered with their completion result
+        (R26-07.SUB.5)."""
         for rid in [r for r in self._endless if r in self._handles]:
             self._cancel(rid, self._handles.pop(rid))
+            if stopped:
+                self.conn.send_result(rid, {"_meta": {SUBSCRIPTION_ID: rid}})
         self._endless.clear()
         if not self._handles:
             return

@@ -85,7 +85,7 @@ class BytePump:
                     self._try_send = getattr(self.stream, "try_send", None)
                 tg.start_soon(self._writer)
                 task_status.started()
-                eof = False
+                eof = stopped = False
                 try:
                     read_nowait = getattr(self.stream, "read_nowait", None)
                     with anyio.CancelScope() as self._reader_scope:
@@ -99,10 +99,11 @@ class BytePump:
                             await self._reader()
                     if self._reader_scope.cancel_called:  # stop_input(): as if input ended
                         session.receive_eof()
+                        stopped = True
                     eof = True
                 finally:
                     if eof:
-                        await session.drain()
+                        await session.drain(stopped)
                     session.end()
                     await session.cancel_handlers()
                     with anyio.CancelScope(shield=True):

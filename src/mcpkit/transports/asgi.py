@@ -188,10 +188,11 @@ def _forwarded_node(value: str) -> str:
 
 
 class _Read:
-    __slots__ = ("deadline", "expired", "task")
+    __slots__ = ("deadline", "expired", "refusal", "task")
 
     def __init__(self, deadline: float, task: Any) -> None:
         self.deadline, self.task, self.expired = deadline, task, False
+        self.refusal: Callable[[], Refused] | None = None  # None: the 408 of a late body
 
 
 class ReadDeadlines:
@@ -225,6 +226,13 @@ class ReadDeadlines:
             read.expired = True
             if read.task is not None:
                 read.task.cancel()
+
+    def expire(self, refusal: Callable[[], Refused]) -> None:
+        """Fail every read in progress now, each with ``refusal()`` (a server draining:
+        a body still arriving is not waited for)."""
+        for read in self._reads:
+            read.refusal = refusal
+        self.sweep(float("inf"))
 
 
 async def read_body(headers: dict[str, str], receive: Receive, limit: int,
@@ -260,6 +268,8 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
         if not read.expired:
             raise
         read.task.uncancel()
+        if read.refusal is not None:
+            raise read.refusal() from None
         raise Refused(408, f"Request timeout: the body did not arrive within "
                            f"{deadlines.timeout:g} seconds; send it without pausing.",
                       headers=[(b"connection", b"close")]) from None

@@ -69,6 +69,7 @@ from .asgi import (
     respond_withdrawn,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
+from .http_drain import RESTART_HEADERS, Drain, refusal
 from .http_lifespan import LifespanHolder
 from .http_resume import resume, write_sse
 from .http_shared import SharedSessions
@@ -111,6 +112,7 @@ class HttpConfig:
     session_store: SessionStore = field(default_factory=MemorySessionStore)
     principal_key: str | None = None  # scope["state"] key of the request's principal
     bus: SessionBus | None = None  # to the other instances sharing session_store (http_shared)
+    drain: float = 10.0  # seconds requests in flight get to be answered at shutdown (http_drain)
 
 
 # ------------------------------------------------------------------------------ the app
@@ -139,7 +141,8 @@ class StreamableHTTPApp:
     ) -> None:
         self.config = config or HttpConfig()
         self.call_guard = call_guard
-        self.lifespan = LifespanHolder(lifespan, self.close_all)
+        self.drain = Drain(self, self.config.drain)
+        self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
@@ -234,6 +237,12 @@ class StreamableHTTPApp:
                 self._expire_idle(now, limit=cfg.sweep_batch)
             except Exception:
                 log.exception("housekeeping failed; retrying at the next sweep")
+
+    async def _shutdown(self) -> None:
+        """The ASGI lifespan's shutdown: the drain's end (``Drain.finish``), then every
+        session closed."""
+        await self.drain.finish()
+        self.close_all()
 
     def close_all(self) -> None:
         """End every session (server shutdown): handlers cancelled, streams ended."""
@@ -397,6 +406,9 @@ class StreamableHTTPApp:
             raise Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
                           code=PARSE_ERROR) from None
         messages = obj if isinstance(obj, list) else [obj]
+        if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                     for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
         refused = refused_call(self.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
@@ -513,10 +525,12 @@ class StreamableHTTPApp:
                         stream.session.standalone.push(data, False)
                     data, final = await stream.first()
             stream.take_queue()
-            if data:
-                await respond(send, 200, data)
-            else:
+            if not data:
                 await respond_withdrawn(send)
+            elif stream.cut_off:  # the drain's deadline passed before an answer came
+                await respond(send, 503, data, RESTART_HEADERS)
+            else:
+                await respond(send, 200, data)
             return
         if not data:
             await respond_withdrawn(send)
@@ -532,6 +546,8 @@ class StreamableHTTPApp:
 
     async def _get(self, headers: dict[str, str], send: Send, receive: Receive,
                    principal: Principal | None) -> None:
+        if self.drain.active:
+            raise refusal()
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise Refused(406, "Not acceptable: GET needs Accept: text/event-stream.")
         if not self.config.enable_get:
@@ -543,7 +559,8 @@ class StreamableHTTPApp:
         cfg = self.config
         if last is not None:
             await resume(session, last.strip(), send, receive, cfg.retry_ms,
-                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer)
+                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer,
+                         lambda: self.drain.active)
             return
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")

@@ -128,6 +128,7 @@ class ResponseStream:
         "_pump",
         "_unstored",
         "closed",
+        "cut_off",
         "done",
         "dropped",
         "finished",
@@ -151,6 +152,7 @@ class ResponseStream:
         self.wakeup = asyncio.Event()
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
+        self.cut_off = False  # ended by the server's drain in place of its answer (cut)
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: Listener | None = None
         self.finished = asyncio.Event()  # the final event was stored (and handed on)
@@ -224,6 +226,12 @@ class ResponseStream:
             if listener is None and self.sse:
                 return  # nobody reads it now: the store keeps it for a resumption
             await asyncio.sleep(PACE_POLL)
+
+    def cut(self, answer: bytes) -> None:
+        """The server's drain ran out of time (``http_drain``): ``answer``, an error saying
+        so, is the final message in place of the one that will not come."""
+        self.cut_off = True
+        self.push(answer, True)
 
     async def first(self) -> tuple[bytes, bool]:
         """The first message queued, left in the queue: ``(b"", True)`` when the exchange
@@ -360,12 +368,14 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
     final message, the client's departure, the end of its session, or a reader so slow
     that the stream's bound overflowed (the caller then ends the response)."""
     done = False
-    while not done and not is_gone() and not stream.closed:
+    while not done and not is_gone():
         while not stream.queue and not is_gone() and not stream.closed:
             if stream.overflowed:
                 return
             await stream.wakeup.wait()
             stream.wakeup = asyncio.Event()
+        if not stream.queue:
+            return  # the client left, or the stream ended with nothing left to send
         for data, final in stream.take_queue():
             if data:
                 await send({"type": "http.response.body", "body": encode_event(data),
@@ -562,7 +572,7 @@ class HttpSession:
     def close(self) -> None:
         """End the session: handlers and stream pumps cancelled, every stream ended."""
         self.session.close()
-        for stream in (self.standalone, *self.streams.values()):
+        for stream in (self.standalone, *self.streams.values(), *self.resumable.values()):
             if stream is not None:
                 stream.end()
 

@@ -32,6 +32,7 @@ from .asgi import (
     watch_disconnect,
 )
 from .http_auth import identity_of, principal_of, refused_call, respond_denied
+from .http_drain import refusal
 from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -70,6 +71,8 @@ class LegacySSE:
     async def _stream(self, scope: Scope, send: Send, receive: Receive,
                       principal: Principal | None) -> None:
         app = self.app
+        if app.drain.active:
+            raise refusal()
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
@@ -98,7 +101,8 @@ class LegacySSE:
         watcher = watch_disconnect(receive, went)
         try:
             await relay(stream, sender, lambda: gone)
-            if not gone:  # the session ended, or its reader fell behind the bound
+            if not gone:  # the session ended (closed, drained), or its reader fell
+                # behind the bound: say so
                 await sender({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
@@ -127,8 +131,11 @@ class LegacySSE:
         except orjson.JSONDecodeError:
             raise Refused(400, "Parse error: the body is not valid JSON.",
                           code=PARSE_ERROR) from None
-        refused = refused_call(self.app.call_guard, principal,
-                               obj if isinstance(obj, list) else [obj])
+        messages = obj if isinstance(obj, list) else [obj]
+        if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                         for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
+        refused = refused_call(self.app.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
             return
