@@ -203,6 +203,11 @@ class ConnectionBase:
 
     # ------------------------------------------------------------------ output
 
+    @property
+    def queued(self) -> int:
+        """How many messages wait to be taken (``data_to_send``/``messages_to_send``)."""
+        return len(self._outbox)
+
     def data_to_send(self) -> bytes:
         """Drain queued messages as newline-terminated lines (stream transports); a
         withdrawn answer (empty ``data``) has nothing to write on a stream."""

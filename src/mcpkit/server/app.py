@@ -20,7 +20,7 @@ import anyio
 from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.lifecycle import Role
-from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream
+from ..session import DEFAULT_DRAIN_TIMEOUT, DEFAULT_OUTPUT_BUFFER, ByteStream
 from .audit import AuditHook
 from .context import Context
 from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
@@ -99,6 +99,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        output_buffer: int = DEFAULT_OUTPUT_BUFFER,
         rate_limit: RateLimit | str | None = None,
         rate_limit_store: BucketStore | None = None,
         audit: AuditHook | None = None,
@@ -124,6 +125,9 @@ class Server:
         #: Seconds in-flight handlers may finish after a stdio client closed its side (or
         #: SIGTERM arrived) before they are cancelled; answers finished by then are written.
         self.drain_timeout = drain_timeout
+        #: Bytes of answers and notifications a stdio client may leave unread before its
+        #: requests are no longer read and handlers that report wait (docs/server.md).
+        self.output_buffer = output_buffer
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         #: Called with a ``Context`` when a client says its roots changed.
@@ -344,13 +348,8 @@ class Server:
 
     def connection(self) -> Connection:
         """A fresh protocol connection for one client session."""
-        conn = Connection(
-            Role.SERVER,
-            info=self.info,
-            capabilities=self.capabilities(),
-            instructions=self.instructions,
-            max_message_size=self.max_message_size,
-        )
+        conn = Connection(Role.SERVER, info=self.info, capabilities=self.capabilities(),
+                          instructions=self.instructions, max_message_size=self.max_message_size)
         conn.cache_ttl_ms = self.cache_ttl_ms
         conn.cache_scope = self.cache_scope
         return conn
@@ -388,7 +387,7 @@ class Server:
         """
         async with self.lifespan_scope():
             await serve_stream(stream, self.connection(), self._methods, self._peers,
-                               drain_timeout=self.drain_timeout,
+                               drain_timeout=self.drain_timeout, output_buffer=self.output_buffer,
                                stop_on_signals=stop_on_signals)
 
     async def serve_stdio(self) -> None:

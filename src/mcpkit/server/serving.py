@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 import anyio
 
 from ..protocol.connection import Connection
-from ..session import ByteStream, Session
+from ..session import DEFAULT_OUTPUT_BUFFER, ByteStream, Session
 from .methods import Methods
 from .peers import Peers
 
@@ -151,9 +151,11 @@ class SharedLifespan:
 
 
 async def serve_stream(stream: ByteStream, connection: Connection, methods: Methods,
-                       peers: Peers, *, drain_timeout: float, stop_on_signals: bool) -> None:
+                       peers: Peers, *, drain_timeout: float, stop_on_signals: bool,
+                       output_buffer: int = DEFAULT_OUTPUT_BUFFER) -> None:
     """Serve one client over ``stream`` until it closes (see the module docstring); the
-    session is among ``peers`` meanwhile."""
+    session is among ``peers`` meanwhile. ``output_buffer``: the bytes the client may
+    leave unread before its requests are no longer read (``BytePump.limit_output``)."""
     session = Session(
         connection,
         stream,
@@ -161,6 +163,8 @@ async def serve_stream(stream: ByteStream, connection: Connection, methods: Meth
         on_notification=methods.on_notification,
     )
     session.drain_timeout = drain_timeout
+    assert session.pump is not None
+    session.pump.limit_output(output_buffer)
     peers.track(session, True)
     try:
         if stop_on_signals and _can_receive_signals():

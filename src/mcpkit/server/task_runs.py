@@ -26,7 +26,7 @@ import contextvars
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
@@ -235,14 +235,16 @@ class TaskRun:
 
     # ------------------------------------------------------------------ progress, logs
 
-    def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """R25-11.PROG.2: the original token until the task is terminal, then nothing."""
+    def progress(self, progress: float, total: float | None, message: str | None
+                 ) -> Awaitable[None] | None:
+        """R25-11.PROG.2: the original token until the task is terminal, then nothing.
+        Returns what to await before producing more (``Session.congested``), if any."""
         session = self.session
         if (self.progress_token is None or session is None or session.closed
                 or is_terminal(self.record.status)):
-            return
+            return None
         if self._last_progress is not None and not progress > self._last_progress:
-            return
+            return None
         self._last_progress = progress
         params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -250,17 +252,20 @@ class TaskRun:
         if message is not None:
             params["message"] = message
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/progress", params)
+        return session.congested(None) if session.notify("notifications/progress",
+                                                         params) else None
 
-    def log(self, level: str, data: Any, logger: str | None) -> None:
+    def log(self, level: str, data: Any, logger: str | None) -> Awaitable[None] | None:
+        """A log message of the task's handler (see ``progress``)."""
         session = self.session
         if session is None or session.closed or not session.conn.wants_log(level):
-            return
+            return None
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/message", params)
+        return session.congested(None) if session.notify("notifications/message",
+                                                         params) else None
 
 
 class TaskManager:

@@ -19,7 +19,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -91,8 +91,8 @@ class Session:
         "__weakref__", "_asyncio_loop", "_closed", "_coros", "_endless", "_feeding",
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
-        "_tg", "_waiters", "conn", "drain_timeout", "handshake_cause", "handshake_error",
-        "key", "peer", "principal", "pump", "state", "telemetry",
+        "_tg", "_waiters", "congested", "conn", "drain_timeout", "handshake_cause",
+        "handshake_error", "key", "peer", "principal", "pump", "state", "telemetry",
     )
 
     def __init__(
@@ -150,6 +150,10 @@ class Session:
         if output is None:
             raise TypeError("Session needs a byte stream or an output")
         self._output: Output = output
+        #: The output's ``congested(related)`` (see ``Output``): None, or what to await
+        #: before producing more for the peer. Bound once: checking costs one call.
+        self.congested: Callable[[RequestId | None], Awaitable[None] | None] = \
+            output.congested
 
     @property
     def started(self) -> anyio.Event:

@@ -477,6 +477,10 @@ class HttpSession:
         for out in self.session.conn.messages_to_send():
             self._route(out)
 
+    def congested(self, related: RequestId | None) -> None:
+        """``Output``: never congested here (yet): every stream takes what it is given."""
+        return None
+
     def _route(self, out: Outgoing) -> None:
         rid = out.related
         stream = self.streams.get(rid) if rid is not None else None
