@@ -150,8 +150,7 @@ class Session:
         if output is None:
             raise TypeError("Session needs a byte stream or an output")
         self._output: Output = output
-        #: The output's ``congested(related)`` (see ``Output``): None, or what to await
-        #: before producing more for the peer. Bound once: checking costs one call.
+        #: ``Output.congested``, bound once (checking costs one call).
         self.congested: Callable[[RequestId | None], Awaitable[None] | None] = \
             output.congested
 
@@ -236,8 +235,7 @@ class Session:
         return True
 
     @property
-    def in_flight(self) -> int:
-        """How many inbound requests are being handled."""
+    def in_flight(self) -> int:  # inbound requests being handled
         return len(self._handles)
 
     def is_handling(self, rid: RequestId) -> bool:
@@ -277,9 +275,8 @@ class Session:
 
     async def drain(self, stopped: bool = False) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``); endless
-        requests (a ``subscriptions/listen`` stream) end now, and when the server stopped
-        (``stop_input``: SIGTERM) gracefully: answered with their completion result
-        (R26-07.SUB.5)."""
+        requests (``subscriptions/listen``) end now, with their completion result when
+        ``stopped`` (SIGTERM: R26-07.SUB.5)."""
         for rid in [r for r in self._endless if r in self._handles]:
             self._cancel(rid, self._handles.pop(rid))
             if stopped:

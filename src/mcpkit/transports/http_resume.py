@@ -101,7 +101,8 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
         reopen = session.standalone is None  # its connection broke: resuming reopens it
     elif live is None and session.shared and session.is_standalone_id(stream_id) and (
             session.standalone is None):
-        live = ResponseStream(session, stream_id, standalone=True)  # another instance's
+        live = ResponseStream(session, stream_id, standalone=True,  # another instance's
+                              limit=limit)
         reopen = True
     listener = Listener(limit)
     if live is not None:
@@ -129,7 +130,7 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
         await _follow(session, stream_id, last_seq, events, send, receive, idle, stop)
         return
     if live is None or live.listener is not listener:
-        live = ResponseStream(session, stream_id)  # finished (or taken): replay only
+        live = ResponseStream(session, stream_id, limit=limit)  # finished: replay only
         live.done = True
         live.finished.set()
     try:

@@ -457,7 +457,8 @@ class StreamableHTTPApp:
                 INVALID_REQUEST, f"Invalid Request: request id {key!r} is already in use by a "
                                  "request still in progress; use a new id for every request."))
             return
-        stream = ResponseStream(session, session.new_stream_id())
+        stream = ResponseStream(session, session.new_stream_id(),
+                                limit=self.config.max_stream_buffer)
         session.streams[key] = stream
         direct = session.feed(obj, principal, peer)
         await self._persist_fed(session)
@@ -537,7 +538,6 @@ class StreamableHTTPApp:
             return
         listener = Listener(self.config.max_stream_buffer)
         stream.listener = listener
-        stream.limit = self.config.max_stream_buffer
         stream.start_sse()
         await write_sse(stream, listener, send, receive, self.config.retry_ms, None,
                         stalls=self.stalls)
@@ -565,8 +565,8 @@ class StreamableHTTPApp:
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
         listener = Listener(cfg.max_stream_buffer)
-        stream = ResponseStream(session, session.new_stream_id(True), standalone=True)
-        stream.limit = cfg.max_stream_buffer
+        stream = ResponseStream(session, session.new_stream_id(True), standalone=True,
+                                limit=cfg.max_stream_buffer)
         session.open_standalone(stream, listener)
         try:
             await write_sse(stream, listener, send, receive, cfg.retry_ms, None,

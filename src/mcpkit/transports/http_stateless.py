@@ -203,8 +203,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         await respond(send, 400 if direct else 202, direct[0] if direct else b"")
         return
     assert isinstance(rid, str | int)
-    stream = ResponseStream(session, "m")
-    stream.limit = app.config.max_stream_buffer
+    stream = ResponseStream(session, "m", limit=app.config.max_stream_buffer)
     session.streams[rid] = stream
     session.feed(obj, principal, peer)
     app.in_flight += 1

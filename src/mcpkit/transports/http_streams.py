@@ -42,8 +42,7 @@ MAX_BACKLOG_BYTES = 1024 * 1024
 WITHDRAWN = (b"", True)
 """What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
 STREAM_END = b"\x00"
-"""Stored as the last event of a request stream whose answer was withdrawn (never sent to
-a client: not JSON, so never taken for a message)."""
+"""The stored end of a request stream whose answer was withdrawn (never sent: not JSON)."""
 PACE_POLL = 0.01
 """Seconds between looks at a congested stream while a producer waits for room."""
 STORE_OUTAGE = OUTAGE_WAIT
@@ -144,7 +143,8 @@ class ResponseStream:
         "wakeup",
     )
 
-    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False) -> None:
+    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False,
+                 limit: int = MAX_STREAM_BUFFER) -> None:
         self.session = session
         self.id = stream_id
         self.standalone = standalone
@@ -163,7 +163,7 @@ class ResponseStream:
         #: final one is dropped (the event store is unreachable: counted in ``dropped``),
         #: or the stream is ``overflowed`` (written without a store: its reader is slow).
         self.queued = 0
-        self.limit = MAX_STREAM_BUFFER
+        self.limit = limit
         self.dropped = 0
         self.overflowed = False
         self._unstored = False  # the event store failed: events go out without ids
@@ -173,16 +173,16 @@ class ResponseStream:
         the peer cancelled the request and no answer will come)."""
         if final:
             self.done = True
-        elif self.queued > self.limit:
-            if self.sse:
-                if not self.dropped:
-                    log.warning("session %s: the event store is unreachable and stream %s "
-                                "holds %d bytes; dropping its notifications until it "
-                                "recovers", self.session.session_id, self.id, self.queued)
-                self.dropped += 1
-                return
-            self.overflowed = True  # relayed without a store: the reader is too slow
-            self.wakeup.set()
+        elif self.queued > self.limit:  # a producer that is not paced (a broadcast)
+            if not self.dropped:
+                log.warning("session %s: stream %s holds %d bytes not yet taken (the event "
+                            "store is unreachable, or its reader too slow); its "
+                            "notifications are dropped until it drains",
+                            self.session.session_id, self.id, self.queued)
+            self.dropped += 1
+            if not self.sse:  # relayed without a store (stateless, legacy): end it
+                self.overflowed = True
+                self.wakeup.set()
             return
         if self.queue:  # something waits already: this one is held too, at its size
             data = compact(data)
@@ -476,10 +476,6 @@ class HttpSession:
         """``Output``: route every queued message to its stream, at once."""
         for out in self.session.conn.messages_to_send():
             self._route(out)
-
-    def congested(self, related: RequestId | None) -> None:
-        """``Output``: never congested here (yet): every stream takes what it is given."""
-        return None
 
     def _route(self, out: Outgoing) -> None:
         rid = out.related

@@ -79,8 +79,8 @@ class LegacySSE:
         session = HttpSession(app.new_connection(), sid, app.config.event_store,
                               on_request=app.on_request, on_notification=app.on_notification,
                               owner=identity_of(principal))
-        stream = ResponseStream(session, session.new_stream_id(), standalone=True)
-        stream.limit = app.config.max_stream_buffer
+        stream = ResponseStream(session, session.new_stream_id(), standalone=True,
+                                limit=app.config.max_stream_buffer)
         session.standalone = stream
         self.sessions[sid] = session
         app.session_opened(session)
