@@ -35,10 +35,8 @@ from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
-MAX_BACKLOG = 1000
-"""Server-initiated messages kept for a session without a GET stream (newer are dropped)."""
-MAX_BACKLOG_BYTES = 1024 * 1024
-"""Bytes of those messages kept at most."""
+MAX_BACKLOG, MAX_BACKLOG_BYTES = 1000, 1024 * 1024
+"""Server-initiated messages (and their bytes) kept for a session without a GET stream."""
 WITHDRAWN = (b"", True)
 """What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
 STREAM_END = b"\x00"
@@ -219,12 +217,13 @@ class ResponseStream:
     async def _room(self) -> None:
         low = self.limit // 8
         deadline = time.monotonic() + STALL_TIMEOUT + 1.0  # the watchdog cuts before it
-        while self.unsent() > low and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (self.closed or self.overflowed):
             listener = self.listener
-            if self.closed or self.overflowed or (listener is not None and listener.stopped):
+            held = self.queued  # (the pump takes it to the store, reader or not)
+            if listener is not None and not listener.stopped:
+                held += listener.pending
+            if held <= low:
                 return
-            if listener is None and self.sse:
-                return  # nobody reads it now: the store keeps it for a resumption
             await asyncio.sleep(PACE_POLL)
 
     def cut(self, answer: bytes) -> None:
