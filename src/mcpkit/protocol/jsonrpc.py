@@ -83,14 +83,22 @@ def is_valid_id(value: object) -> bool:
     return type(value) is str
 
 
+def unreadable(exc: orjson.JSONDecodeError) -> str:
+    """Why orjson refused a document, in a few words for a ``ParseError``."""
+    text = str(exc).lower()
+    if "depth" in text:
+        return ("it nests arrays and objects more than 1024 levels deep, past what this "
+                "implementation reads (RFC 8259 §9); nest values at most 128 levels")
+    return "invalid UTF-8" if "utf-8" in text else "invalid JSON"
+
+
 def decode(data: bytes | str) -> Any:
     """Parse JSON text; invalid JSON or invalid UTF-8 raises ``ParseError``."""
     try:
         return orjson.loads(data)
     except orjson.JSONDecodeError as exc:
-        reason = "invalid UTF-8" if "utf-8" in str(exc).lower() else "invalid JSON"
         raise ParseError(
-            f"Parse error: the message is not valid JSON ({reason}). Send one UTF-8 "
+            f"Parse error: the message is not valid JSON ({unreadable(exc)}). Send one UTF-8 "
             "JSON-RPC 2.0 object per message (per line on stdio)."
         ) from None
 

@@ -203,11 +203,13 @@ def _json(value: Any) -> str:
 
 def schema_problems(root: JSON, errors: Iterable[Any], limit: int = MAX_PROBLEMS) -> list[Problem]:
     """Problems from ``jsonschema_rs`` validation errors (``instance_path``,
-    ``schema_path``, ``message``)."""
+    ``schema_path``, ``message``); an empty ``schema_path`` (``validation.DepthError``)
+    is judged by the schema at the instance path."""
     out: list[Problem] = []
     for err in errors:
         path = tuple(err.instance_path)
-        schema = at_schema_path(root, tuple(err.schema_path))
+        schema_path = tuple(err.schema_path)
+        schema = at_schema_path(root, schema_path) if schema_path else None
         if schema is None:
             schema = at_instance_path(root, path)
         out.append(Problem(path, err.message, schema))
