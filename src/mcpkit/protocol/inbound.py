@@ -45,6 +45,7 @@ from .jsonrpc import (
     Request,
     RequestId,
     Response,
+    batch_too_large,
     decode,
     encode,
     is_valid_id,
@@ -138,6 +139,9 @@ class Receiving(Handshake):
             return
         if not items:
             self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
+            return
+        if len(items) > self.max_batch:
+            self._reject(batch_too_large(len(items), self.max_batch), None, events)
             return
         batch = _Batch(key=_first_request_id(items))
         for item in items:

@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from ..protocol.errors import INVALID_REQUEST
+from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
+from ..protocol.jsonrpc import batch_too_large, loads, unreadable
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -265,6 +266,21 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
                       headers=[(b"connection", b"close")]) from None
     finally:
         deadlines.stop(read)
+
+
+def decode_json(body: bytes, max_batch: int) -> Any:
+    """A POST body as JSON (400 with -32700 if it is not JSON), refused whole (400 with
+    -32600) when it is a batch of more than ``max_batch`` messages, before any of them is
+    looked at: the decode is all one body costs the event loop then (a big body is
+    parsed with the cyclic collector paused, ``protocol.jsonrpc.loads``)."""
+    try:
+        obj = loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Refused(400, f"Parse error: the body is not valid JSON ({unreadable(exc)}).",
+                      code=PARSE_ERROR) from None
+    if type(obj) is list and len(obj) > max_batch:
+        raise Refused(400, batch_too_large(len(obj), max_batch).message)
+    return obj
 
 
 def watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:

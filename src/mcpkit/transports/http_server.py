@@ -36,14 +36,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..protocol.connection import Connection, RequestReceived
-from ..protocol.errors import (
-    INVALID_REQUEST,
-    PARSE_ERROR,
-)
-from ..protocol.jsonrpc import is_valid_id
+from ..protocol.errors import INVALID_REQUEST
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
@@ -59,6 +54,7 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     error_body,
     headers_of,
     local_path,
@@ -97,6 +93,7 @@ class HttpConfig:
     sweep_batch: int = 1000  # sessions ended per sweep at most (bounded work per tick)
     max_in_flight: int = 4096  # per session (429 past it)
     max_in_flight_total: int = 65536  # across sessions (503 past it)
+    max_batch: int = DEFAULT_MAX_BATCH  # messages in one batch (400 with -32600 past it)
     retry_ms: int = 1000
     enable_get: bool = True
     allow_delete: bool = True
@@ -375,11 +372,7 @@ class StreamableHTTPApp:
             raise Refused(406, "Not acceptable: the Accept header must list both "
                                "application/json and text/event-stream.")
         body = await read_body(headers, receive, self.config.max_body, self.body_deadlines)
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
-                          code=PARSE_ERROR) from None
+        obj = decode_json(body, self.config.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
         refused = refused_call(self.call_guard, principal, messages)
         if refused is not None:

@@ -14,9 +14,6 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ..protocol.errors import PARSE_ERROR
 from ..session import Principal
 from .asgi import (
     SSE_HEADERS,
@@ -24,6 +21,7 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     headers_of,
     local_path,
     read_body,
@@ -117,11 +115,7 @@ class LegacySSE:
             raise Refused(415, "Unsupported media type: use Content-Type: application/json.")
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
-        try:
-            obj: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON.",
-                          code=PARSE_ERROR) from None
+        obj: Any = decode_json(body, self.app.config.max_batch)
         refused = refused_call(self.app.call_guard, principal,
                                obj if isinstance(obj, list) else [obj])
         if refused is not None:
