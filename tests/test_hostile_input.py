@@ -10,6 +10,10 @@ naming the limit; elicitation answers as the tool's ``isError``; MRTR and
 -32700 saying so. Request and audit logs write what they can. The client refuses a
 ``structuredContent`` that deep (``OutputSchemaError``) and the checker reports it.
 
+Item 9a: an argument error quotes at most ~240 characters of the refused value (its
+start and its end: a 100,000-item array made a 589 KB message), and a prompt error names
+at most 8 of the keys a peer sent, each cut at 60 characters.
+
 Real processes: ``tests/servers/hostile_input.py`` on stdio (every request and audit
 record logged) and in uvicorn on 127.0.0.1; ``tests/servers/client_raw.py deep`` for the
 client and the checker. Every message mcpkit sends is validated against the schema.
@@ -212,6 +216,37 @@ def test_completion_context_arguments_are_strings() -> None:
         good = p.request("completion/complete", {**msg["params"],  # type: ignore[dict-item]
                                                  "context": {"arguments": {"arg1": "x"}}})
         assert good["result"]["completion"]["values"] == ["two", "three"]
+
+
+# ------------------------------------------------------------------------------ item 9a
+
+
+def test_an_argument_error_quotes_a_bounded_part_of_the_value(stdio: ServerProcess) -> None:
+    stdio.initialize("2025-11-25")
+    huge = list(range(100_000))  # 589 KB when the validator's message quotes it whole
+    result = stdio.request("tools/call", {"name": "shout", "arguments": {"text": huge}})
+    text = result["result"]["content"][0]["text"]
+    assert len(text) < 1000, len(text)
+    assert text.startswith("Invalid arguments for tool 'shout': text: [0,1,2,3,"), text
+    assert "characters left out)…" in text and '99999] is not of type "string"' in text
+    assert "Expected at text: a string." in text
+    long_key = "k" * 100_000
+    result = stdio.request("tools/call", {"name": "shout",
+                                          "arguments": {"text": "a", long_key: 1}})
+    text = result["result"]["content"][0]["text"]
+    assert len(text) < 1000 and "Additional properties are not allowed" in text, len(text)
+    no_traceback(stdio)
+
+
+def test_a_prompt_error_names_bounded_keys() -> None:
+    with ServerProcess() as p:  # examples/everything.py
+        p.initialize("2025-11-25")
+        args = {"arg1": "a", "arg2": "b", **{f"{i}" + "x" * 10_000: "c" for i in range(20)}}
+        answer = p.request("prompts/get", {"name": "test_prompt_with_arguments",
+                                           "arguments": args})
+        message = answer["error"]["message"]
+        assert answer["error"]["code"] == -32602
+        assert len(message) < 1200 and "and 12 more" in message, len(message)
 
 
 # ------------------------------------------------------------------------------ HTTP

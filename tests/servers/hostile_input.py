@@ -1,6 +1,7 @@
 """A server for hostile input (``tests/test_hostile_input.py``, issue #25 items 5, 6, 9).
 
-Tools with an open schema (``echo``: any value), a closed one (``total``: integers) and one
+Tools with an open schema (``echo``: any value), closed ones (``total``: integers,
+``shout``: a text) and one
 that asks the user (``ask``, an elicitation form) or runs as a task (``slow_task``).
 Served on stdio with every request and audit record logged as JSON lines at INFO on
 stderr (params and arguments included, so a value the logging cannot write would show),
@@ -32,6 +33,11 @@ def build(*, logged: bool = False, **options: Any) -> Server:
     def total(numbers: list[int]) -> int:
         """Add integers (a closed schema: validation bounds the depth)."""
         return sum(numbers)
+
+    @srv.tool
+    def shout(text: str) -> str:
+        """Upper-case a text."""
+        return text.upper()
 
     @srv.tool
     async def ask(ctx: Context) -> str:
