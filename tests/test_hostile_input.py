@@ -10,9 +10,12 @@ naming the limit; elicitation answers as the tool's ``isError``; MRTR and
 -32700 saying so. Request and audit logs write what they can. The client refuses a
 ``structuredContent`` that deep (``OutputSchemaError``) and the checker reports it.
 
-Item 9a: an argument error quotes at most ~240 characters of the refused value (its
-start and its end: a 100,000-item array made a 589 KB message), and a prompt error names
-at most 8 of the keys a peer sent, each cut at 60 characters.
+Item 9b: a POST body declared in another charset than UTF-8 is refused (415) on every
+HTTP path (Streamable HTTP, stateless, legacy ``/messages``); ``charset=utf-8`` is
+served, in any case, quoted or not. Item 9a: an argument error quotes at most ~240
+characters of the refused value (its start and its end: a 100,000-item array made a
+589 KB message), and a prompt error names at most 8 of the keys a peer sent, each cut at
+60 characters.
 
 Real processes: ``tests/servers/hostile_input.py`` on stdio (every request and audit
 record logged) and in uvicorn on 127.0.0.1; ``tests/servers/client_raw.py deep`` for the
@@ -295,6 +298,51 @@ async def test_deep_arguments_over_http(live: LiveServer, http: httpx.AsyncClien
         assert_refused_as_too_deep(text, "value")
     errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
     assert not errors, [r.getMessage() for r in errors]
+
+
+# ------------------------------------------------------------------------------ item 9b
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("charset", ["latin-1", "ISO-8859-1", '"utf-16"', "us-ascii"])
+async def test_a_body_in_another_charset_is_415(live: LiveServer, http: httpx.AsyncClient,
+                                               charset: str) -> None:
+    mh = McpHttp(http, live.url)
+    await mh.initialize("2025-11-25")
+    ctype = f"application/json; charset={charset}"
+    ping = b'{"jsonrpc":"2.0","id":"p","method":"ping"}'  # ASCII: read as UTF-8 before
+    stateless = orjson.dumps({"jsonrpc": "2.0", "id": "s", "method": "tools/list",
+                              "params": {"_meta": META}})
+    modern = {"accept": ACCEPT_BOTH, "content-type": ctype, "mcp-protocol-version": MODERN,
+              "mcp-method": "tools/list"}
+    for body, headers in ((ping, mh.headers(content_type=ctype)), (stateless, modern)):
+        reply = await mh.post_raw(body, headers)
+        assert reply.status == 415, (reply.status, reply.body)
+        message = reply.json["error"]["message"]
+        assert "JSON is UTF-8 (RFC 8259)" in message and charset.strip('"') in message
+    async with http.stream("GET", f"{live.base}/sse",
+                           headers={"accept": "text/event-stream"}) as stream:
+        lines = stream.aiter_lines()
+        while not (line := await anext(lines)).startswith("data: "):
+            pass
+        reply = await http.post(live.base + line[len("data: "):], content=ping,
+                                headers={"content-type": ctype})
+        assert reply.status_code == 415, reply.text
+        assert "JSON is UTF-8 (RFC 8259)" in reply.json()["error"]["message"]
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("ctype", ["application/json; charset=utf-8",
+                                   "application/json;charset=UTF-8",
+                                   'application/json; charset="utf-8"',
+                                   'Application/JSON ; Charset="Utf-8"'])
+async def test_a_utf8_charset_is_served(live: LiveServer, http: httpx.AsyncClient,
+                                        ctype: str) -> None:
+    mh = McpHttp(http, live.url)
+    await mh.initialize("2025-11-25")
+    reply = await mh.request("tools/call", {"name": "shout", "arguments": {"text": "é"}},
+                             headers=mh.headers(content_type=ctype))
+    assert reply.status == 200 and reply.json["result"]["content"][0]["text"] == "É"
 
 
 # ------------------------------------------------------------------------------ client, checker

@@ -268,6 +268,24 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
         deadlines.stop(read)
 
 
+def require_json(headers: dict[str, str]) -> None:
+    """415 unless the body is declared ``application/json``, with no ``charset`` or
+    ``charset=utf-8`` (any case, quoted or not): JSON exchanged between systems is UTF-8
+    (RFC 8259 §8.1), and a body declared in another charset would be read as UTF-8 all
+    the same, its text silently changed."""
+    media, *params = headers.get("content-type", "").split(";")
+    if media.strip().lower() != "application/json":
+        raise Refused(415, "Unsupported media type: POST bodies must be Content-Type: "
+                           "application/json.")
+    for param in params:
+        name, _, value = param.partition("=")
+        charset = value.strip().strip('"').strip()
+        if name.strip().lower() == "charset" and charset.lower() != "utf-8":
+            raise Refused(415, f"Unsupported media type: JSON is UTF-8 (RFC 8259), not "
+                               f"{charset[:40]!r}; send the body in UTF-8 with "
+                               "Content-Type: application/json (or charset=utf-8).")
+
+
 def decode_json(body: bytes, max_batch: int) -> Any:
     """A POST body as JSON (400 with -32700 if it is not JSON), refused whole (400 with
     -32600) when it is a batch of more than ``max_batch`` messages, before any of them is

@@ -60,6 +60,7 @@ from .asgi import (
     local_path,
     read_body,
     require_asyncio,
+    require_json,
     respond,
     respond_refused,
 )
@@ -362,10 +363,7 @@ class StreamableHTTPApp:
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send,
                     principal: Principal | None, peer: str | None) -> None:
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: POST bodies must be "
-                               "Content-Type: application/json.")
+        require_json(headers)
         accept = headers.get("accept", "").lower()
         if not (("application/json" in accept or "*/*" in accept)
                 and ("text/event-stream" in accept or "*/*" in accept)):

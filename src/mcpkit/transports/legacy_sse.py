@@ -25,6 +25,7 @@ from .asgi import (
     headers_of,
     local_path,
     read_body,
+    require_json,
     respond,
     respond_refused,
     watch_disconnect,
@@ -110,9 +111,7 @@ class LegacySSE:
         if session is None or session.owner != identity_of(principal):
             raise Refused(404, "Session not found: open the SSE stream first and POST to the "
                                "endpoint it announced.")
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: use Content-Type: application/json.")
+        require_json(headers)
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
         obj: Any = decode_json(body, self.app.config.max_batch)
