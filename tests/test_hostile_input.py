@@ -38,7 +38,7 @@ import pytest
 from mcpkit.client import Client, OutputSchemaError
 from tests.servers.hostile_input import build
 from tests.support.http import ACCEPT_BOTH, LiveServer, McpHttp
-from tests.support.schemas import WireChecker
+from tests.support.schemas import WireChecker, validate
 from tests.support.stdio import ServerProcess
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -343,6 +343,70 @@ async def test_a_utf8_charset_is_served(live: LiveServer, http: httpx.AsyncClien
     reply = await mh.request("tools/call", {"name": "shout", "arguments": {"text": "é"}},
                              headers=mh.headers(content_type=ctype))
     assert reply.status == 200 and reply.json["result"]["content"][0]["text"] == "É"
+
+
+# ------------------------------------------------------------------------------ item 9c
+
+TASKS_META = {**META, "io.modelcontextprotocol/clientCapabilities": {
+    "extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+async def stateless(http: httpx.AsyncClient, url: str, method: str, params: dict[str, Any],
+                    checker: WireChecker) -> dict[str, Any]:
+    """One unauthenticated 2026-07-28 request; its schema-checked answer."""
+    msg = {"jsonrpc": "2.0", "id": 1, "method": method,
+           "params": {**params, "_meta": TASKS_META}}
+    headers = {"accept": ACCEPT_BOTH, "content-type": "application/json",
+               "mcp-protocol-version": MODERN, "mcp-method": method}
+    headers["mcp-name"] = params.get("name") or params["taskId"]
+    checker.saw_peer(msg)
+    reply = await http.post(url, content=orjson.dumps(msg), headers=headers)
+    assert reply.status_code == 200, reply.text
+    answer: dict[str, Any] = reply.json()
+    result = answer.get("result")
+    if method.startswith("tasks/") or (isinstance(result, dict)
+                                       and result.get("resultType") == "task"):
+        # The tasks extension's shapes are not in the core schema: its envelope and
+        # the generic Result bind them (their fields are asserted by the test).
+        checker._peer_requests.pop(1, None)
+        validate(MODERN, "JSONRPCResultResponse", answer)
+        validate(MODERN, "Result", result)
+    else:
+        checker.check(answer)
+    return answer
+
+
+@pytest.mark.anyio
+async def test_unauthenticated_stateless_callers_each_get_their_own_task_slots() -> None:
+    with LiveServer(build(max_tasks=2).asgi_app()) as live:
+        checker = WireChecker("server", revision=MODERN)
+        clients = [httpx.AsyncClient(timeout=10, transport=httpx.AsyncHTTPTransport(
+            local_address=address)) for address in ("127.0.0.1", "127.0.0.2")]
+        first, second = clients
+        created: list[str] = []
+        try:
+            start = {"name": "slow_task", "arguments": {"seconds": 30}}
+            for _ in range(2):  # the first caller takes its two slots
+                result = (await stateless(first, live.url, "tools/call", start,
+                                          checker))["result"]
+                assert result["resultType"] == "task", result
+                created.append(result["taskId"])
+            full = (await stateless(first, live.url, "tools/call", start, checker))["result"]
+            assert full["isError"] is True
+            assert "Too many tasks are running for this caller" in full["content"][0]["text"]
+            # Another address still gets its own; each reads the other's task by its id,
+            # as any unauthenticated stateless caller holding it could before.
+            other = (await stateless(second, live.url, "tools/call", start, checker))["result"]
+            assert other["resultType"] == "task", other
+            created.append(other["taskId"])
+            seen = (await stateless(second, live.url, "tasks/get",
+                                    {"taskId": created[0]}, checker))["result"]
+            assert seen["status"] == "working"
+        finally:
+            for task_id in created:
+                await stateless(first, live.url, "tasks/cancel", {"taskId": task_id}, checker)
+            for client in clients:
+                await client.aclose()
 
 
 # ------------------------------------------------------------------------------ client, checker
