@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
-from ..protocol.nesting import MAX_DEPTH, TOO_DEEP, deep_path, depth, too_deep
+from ..protocol.nesting import MAX_DEPTH, TOO_DEEP, deep_path, depth
 
 JSON = dict[str, Any]
 
@@ -134,7 +134,7 @@ class SchemaValidator:
         return self._full
 
     def is_valid(self, instance: Any) -> bool:
-        if not self.shallow and too_deep(instance):
+        if not self.shallow and depth(instance) > MAX_DEPTH:
             return False
         if self.plain:
             fast = self._fast
