@@ -100,6 +100,11 @@ class Receiving(Handshake):
             except ParseError as exc:
                 self._reject(exc, None, events)
                 continue
+            if type(obj) is list and len(obj) > self.max_batch:
+                size = len(obj)
+                del obj  # freed before the refusal allocates: see jsonrpc.loads
+                self._reject(batch_too_large(size, self.max_batch), None, events)
+                continue
             self._receive_obj(obj, events)
         return events
 

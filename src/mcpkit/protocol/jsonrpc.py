@@ -105,7 +105,9 @@ def loads(data: bytes | str) -> Any:
     and the collector's passes over the growing heap made a 4 MiB body of small arrays
     cost 5-6 times its parse (~600 ms instead of ~110 on the reference machine, see
     docs/performance.md). orjson holds the GIL throughout, so no other thread allocates
-    meanwhile; a collector the application turned off stays off."""
+    meanwhile; a collector the application turned off stays off. The first collection
+    after it still visits everything parsed (~100 ms for that shape) unless the document
+    is freed first: a caller refusing it drops it before allocating its refusal."""
     if len(data) < BIG_DOCUMENT or not gc.isenabled():
         return orjson.loads(data)
     gc.disable()

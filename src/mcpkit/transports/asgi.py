@@ -297,7 +297,9 @@ def decode_json(body: bytes, max_batch: int) -> Any:
         raise Refused(400, f"Parse error: the body is not valid JSON ({unreadable(exc)}).",
                       code=PARSE_ERROR) from None
     if type(obj) is list and len(obj) > max_batch:
-        raise Refused(400, batch_too_large(len(obj), max_batch).message)
+        size = len(obj)
+        del obj  # freed before the refusal allocates: see protocol.jsonrpc.loads
+        raise Refused(400, batch_too_large(size, max_batch).message)
     return obj
 
 
