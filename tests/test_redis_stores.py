@@ -124,6 +124,24 @@ async def test_event_log_is_bounded(two: tuple[RedisLink, RedisLink]) -> None:
     assert await two[0].client().xlen(two[0].key("e", "M", tag="M")) == 3
 
 
+async def test_event_log_is_bounded_in_bytes(two: tuple[RedisLink, RedisLink]) -> None:
+    store = RedisEventStore(two[0], max_events=100, max_bytes=10)
+    client, size = two[0].client(), two[0].key("eb", "Z", tag="Z")
+    ids = [await store.append("Z", "s1", f"{i:03d}".encode()) for i in range(10)]
+    assert await store.replay("Z", ids[6]) is None  # dropped: the client starts over
+    assert await store.replay("Z", ids[7]) == ("s1", [(ids[8], b"008"), (ids[9], b"009")])
+    assert await client.xlen(two[0].key("e", "Z", tag="Z")) == 3
+    assert int(await client.get(size)) == 9
+    assert 0 < await client.pttl(size) <= store.ttl_ms
+    big = await store.append("Z", "s2", b"x" * 11)  # bigger than the bound: not kept
+    assert await store.replay("Z", big) is None and await store.replay("Z", ids[9]) is None
+    assert int(await client.get(size)) == 0
+    after = await store.append("Z", "s1", b"abc")
+    assert await store.replay("Z", after) == ("s1", [])
+    await store.drop("Z")
+    assert await client.exists(size) == 0
+
+
 async def test_buckets_are_atomic_across_instances(two: tuple[RedisLink, RedisLink]) -> None:
     a, b = RedisBuckets(two[0]), RedisBuckets(two[1])
     waits = await asyncio.gather(*((a if i % 2 else b).take("k", 1.0, 0.5, 5.0)

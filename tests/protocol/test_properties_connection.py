@@ -303,8 +303,10 @@ class Spec:
         if method == "notifications/cancelled":
             rid = params.get("requestId")
             if readable_id(rid) and rid in self.in_flight:
-                del self.in_flight[rid]
+                _, batch = self.in_flight.pop(rid)
                 self.cancelled.append(rid)
+                if batch is None:  # no answer will come: its exchange is withdrawn
+                    self.singles.append(("withdrawn", rid))
         elif method == "notifications/initialized" and self.state == "initializing":
             self.state = "ready"
 
@@ -325,6 +327,8 @@ class Spec:
         for batch in self.batches:
             if id(batch) not in waiting and batch.parts:
                 out[("batch", tuple(sorted(batch.parts, key=repr)))] += 1
+            elif id(batch) not in waiting and batch.key is not None:
+                out[("withdrawn", batch.key)] += 1  # every request of it was cancelled
         self.singles = []
         self.batches = [b for b in self.batches if id(b) in waiting]
         return out
@@ -410,6 +414,9 @@ class Harness:
         got: Counter[Any] = Counter()
         for out in self.conn.messages_to_send():
             assert out.final, out  # a server answering (no notifications here)
+            if not out.data:  # withdrawn: the peer cancelled it (or its whole batch)
+                got[("withdrawn", out.related)] += 1
+                continue
             msg = orjson.loads(out.data)
             if type(msg) is list:
                 parts = tuple(sorted((answer_shape(m) for m in msg), key=repr))

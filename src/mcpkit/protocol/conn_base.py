@@ -190,10 +190,14 @@ class ConnectionBase:
         events.append(ProtocolViolation(err))
 
     def _maybe_flush_batch(self, batch: _Batch) -> None:
-        if batch.receiving or batch.pending or not batch.parts:
+        if batch.receiving or batch.pending:
             return
-        self._outbox.append(Outgoing(b"[" + b",".join(batch.parts) + b"]", batch.key, True))
-        batch.parts = []
+        if batch.parts:
+            self._outbox.append(Outgoing(b"[" + b",".join(batch.parts) + b"]", batch.key, True))
+            batch.parts = []
+        elif batch.key is not None:  # every request of it was cancelled: no answer at all
+            self._outbox.append(Outgoing(b"", batch.key, True))
+        batch.key = None  # answered (or withdrawn) once
 
     def _remember_cancelled(self, rid: RequestId) -> None:
         cancelled = self._cancelled
@@ -203,15 +207,23 @@ class ConnectionBase:
 
     # ------------------------------------------------------------------ output
 
+    @property
+    def queued(self) -> int:
+        """How many messages wait to be taken (``data_to_send``/``messages_to_send``)."""
+        return len(self._outbox)
+
     def data_to_send(self) -> bytes:
-        """Drain queued messages as newline-terminated lines (stream transports)."""
+        """Drain queued messages as newline-terminated lines (stream transports); a
+        withdrawn answer (empty ``data``) has nothing to write on a stream."""
         box = self._outbox
         if not box:
             return b""
         self._outbox = []
         if len(box) == 1:
-            return box[0].data + b"\n"
-        return b"\n".join([o.data for o in box]) + b"\n"
+            data = box[0].data
+            return data + b"\n" if data else b""
+        lines = [o.data for o in box if o.data]
+        return b"\n".join(lines) + b"\n" if lines else b""
 
     def messages_to_send(self) -> list[Outgoing]:
         """Drain queued messages one by one, each tagged with its related request."""

@@ -146,7 +146,13 @@ class Outgoing(Record):
     without reading ``data`` back: the inbound request it belongs to (``related``, for a
     server's HTTP routing) and, for a request or notification of ours, its ``method``,
     ``params`` and (a request) ``id`` (for a client's HTTP headers and cancellation).
-    ``params`` is the object that was encoded: read it, never change it."""
+    ``params`` is the object that was encoded: read it, never change it.
+
+    Empty ``data`` (with ``final``) is a *withdrawn answer*: the peer cancelled request
+    ``related`` (or every request of the batch named ``related``), so no answer will come
+    (basic/utilities/cancellation: "send no response"). A stream transport writes nothing
+    for it; a transport holding an exchange open for ``related`` (a Streamable HTTP POST)
+    ends that exchange."""
 
     __slots__ = ("data", "final", "id", "method", "params", "related")
 

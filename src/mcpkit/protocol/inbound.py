@@ -29,6 +29,7 @@ from .events import (
     Event,
     HandshakeFailed,
     NotificationReceived,
+    Outgoing,
     ProgressReceived,
     ProtocolViolation,
     RequestReceived,
@@ -355,6 +356,8 @@ class Receiving(Handshake):
             if rec.batch is not None:
                 rec.batch.pending.discard(rid)
                 self._maybe_flush_batch(rec.batch)
+            else:  # no answer will come: a transport holding the exchange open ends it
+                self._outbox.append(Outgoing(b"", rid, True))
             reason = params.get("reason")
             events.append(CancelRequested(rid, reason if isinstance(reason, str) else None))
             return

@@ -142,6 +142,16 @@ def encode(message: JSONObject | list[JSONObject]) -> bytes:
     return orjson.dumps(message)
 
 
+def compact(data: bytes) -> bytes:
+    """An exact-size copy of ``data``, for bytes kept beyond the request that made them.
+
+    ``orjson.dumps`` (3.13) hands back its whole write buffer: a 150-byte message holds
+    about 4 KB (more for bigger ones), harmless for a message written and dropped at
+    once, ~27 times its size for one kept in an event store or a backlog. The copy costs
+    ~0.1 µs, so it is made where bytes are kept, never on the path of every message."""
+    return b"".join((data, b""))
+
+
 def parse_message(obj: Any) -> Message:
     """Classify a decoded JSON value as one MCP message; raise ``BadMessage`` if it is not."""
     if type(obj) is not dict:

@@ -21,7 +21,7 @@ from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.jsonrpc import DEFAULT_MAX_BATCH
 from ..protocol.lifecycle import Role
-from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream
+from ..session import DEFAULT_DRAIN_TIMEOUT, DEFAULT_OUTPUT_BUFFER, ByteStream
 from .audit import AuditHook
 from .context import Context
 from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
@@ -103,6 +103,7 @@ class Server:
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        output_buffer: int = DEFAULT_OUTPUT_BUFFER,
         rate_limit: RateLimit | str | None = None,
         rate_limit_store: BucketStore | None = None,
         audit: AuditHook | None = None,
@@ -129,6 +130,9 @@ class Server:
         #: Seconds in-flight handlers may finish after a stdio client closed its side (or
         #: SIGTERM arrived) before they are cancelled; answers finished by then are written.
         self.drain_timeout = drain_timeout
+        #: Bytes of answers and notifications a stdio client may leave unread before its
+        #: requests are no longer read and handlers that report wait (docs/server.md).
+        self.output_buffer = output_buffer
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         #: Called with a ``Context`` when a client says its roots changed.
@@ -389,7 +393,7 @@ class Server:
         """
         async with self.lifespan_scope():
             await serve_stream(stream, self.connection(), self._methods, self._peers,
-                               drain_timeout=self.drain_timeout,
+                               drain_timeout=self.drain_timeout, output_buffer=self.output_buffer,
                                stop_on_signals=stop_on_signals)
 
     async def serve_stdio(self) -> None:
@@ -433,11 +437,14 @@ class Server:
         max_in_flight: int = 4096,
         max_in_flight_total: int = 65536,
         retry_ms: int = 1000,
+        max_stream_buffer: int = 1024 * 1024,
+        stall_timeout: float = 30.0,
         enable_get: bool = True,
         allow_delete: bool = True,
         legacy_sse: bool = True,
         legacy_sse_path: str = "/sse",
         legacy_messages_path: str = "/messages",
+        drain: float = 10.0,
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
         store: str | RedisStores | None = None,
@@ -457,41 +464,8 @@ class Server:
           verifier is closed when the app's lifespan ends. Put the app at the host's
           root (the metadata paths are there).
 
-        - ``response_mode``: ``"auto"`` answers a POST as JSON when the response is the
-          first thing its handler produces and as SSE once it sends progress, logs or
-          requests first; ``"json"`` and ``"sse"`` always use one.
-        - ``allowed_hosts``: ``Host`` names served (421 otherwise; ``"*"``: any); None:
-          localhost names, any port. ``allowed_origins``: ``Origin`` values accepted (403
-          otherwise; ``"*"``: any); None: http(s) origins on localhost. ``trusted_proxies``
-          (none): client IPs whose ``X-Forwarded-Host``/``Forwarded`` host is believed.
-        - ``max_body`` (4 MiB): bytes a POST body may have (413). ``body_timeout`` (30):
-          seconds to receive it (408).
-        - ``max_sessions`` (10,000): open sessions (503 to a new one).
-          ``session_idle_timeout`` (3600): seconds without a request before a session
-          ends (404 after). ``sweep_interval`` (1): seconds between sweeps for idle
-          sessions and late bodies; ``sweep_batch`` (1000): sessions ended per sweep.
-        - ``max_in_flight`` (4096): requests being answered per session (429);
-          ``max_in_flight_total`` (65,536): across sessions (503).
-        - ``retry_ms`` (1000): the SSE ``retry`` field, how long a client waits before
-          reconnecting a broken stream.
-        - ``enable_get`` (True): serve the standalone GET stream (405 when False).
-          ``allow_delete`` (True): clients may end their session with DELETE.
-        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients, at
-          ``legacy_sse_path`` ("/sse") and ``legacy_messages_path`` ("/messages").
-        - ``event_store``: where SSE events wait to be replayed to a client that resumes
-          (an ``EventStore``); None: in memory, per app. ``SQLiteEventStore`` survives a
-          restart.
-        - ``session_store``: session records a restarted server takes back (a
-          ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
-          (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
-        - ``store``: run as one of several instances sharing all their state, on Redis
-          (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
-          session records, SSE event logs, the ``requestState`` key, rate-limit buckets
-          (unless ``Server(rate_limit_store=...)`` was given), task records (unless
-          ``Server(task_store=...)`` was given; docs/tasks.md), and delivery between
-          instances; ``event_store``/``session_store`` given too win over its own. Any
-          instance then serves any request of any session (docs/deployment.md). Redis
-          unreachable: 503 with ``Retry-After`` to the requests that need it.
+        The other options, each with its default, are documented in
+        ``mcpkit.server.serving.HttpOptions`` (and docs/http.md).
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -502,10 +476,11 @@ class Server:
             session_idle_timeout=session_idle_timeout, body_timeout=body_timeout,
             sweep_interval=sweep_interval, sweep_batch=sweep_batch,
             max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
-            retry_ms=retry_ms, enable_get=enable_get, allow_delete=allow_delete,
+            retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
+            stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path, max_batch=self.max_batch,
-        )
+            legacy_messages_path=legacy_messages_path, drain=drain,
+            max_batch=self.max_batch)
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
         sharing = None
         if store is not None:

@@ -19,6 +19,7 @@ from typing import Any, TypeVar
 import orjson
 
 from ..protocol.errors import InvalidParams
+from ..protocol.jsonrpc import compact
 from ..protocol.tasks import EXTENSION, core_capability
 from .handler import HandlerSpec
 from .prompts import Prompt
@@ -255,7 +256,7 @@ class Registry:
         if hit is not None:
             return dict(hit)
         result = self.page(params, [t.definition for t in self.tools.values()], "tools")
-        result["tools"] = orjson.Fragment(orjson.dumps(result["tools"]))
+        result["tools"] = orjson.Fragment(compact(orjson.dumps(result["tools"])))  # kept
         if len(self._tool_pages) < MAX_CACHED_PAGES:
             self._tool_pages[key] = result
         return dict(result)

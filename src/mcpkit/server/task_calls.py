@@ -220,7 +220,8 @@ class TaskCalls:
                     await manager.move(run, "failed", message="The server stopped this task "
                                        "before it finished.", error=InternalError(
                                            "Internal error: the task was stopped before it "
-                                           "finished; start the request again.").to_error())
+                                           "finished; start the request again.").to_error(),
+                                       wait=False)
             else:
                 log.error("task %s failed", run.task_id, exc_info=exc)
                 await manager.fail(run, InternalError(

@@ -26,7 +26,7 @@ import contextvars
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
@@ -46,6 +46,7 @@ from ..protocol.tasks import (
 from ..session import Session
 from ..session.loop import running_asyncio_loop
 from ..storage.cancels import stop_tasks
+from ..storage.faults import OUTAGE_WAIT, outlast
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
 
@@ -235,14 +236,16 @@ class TaskRun:
 
     # ------------------------------------------------------------------ progress, logs
 
-    def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """R25-11.PROG.2: the original token until the task is terminal, then nothing."""
+    def progress(self, progress: float, total: float | None, message: str | None
+                 ) -> Awaitable[None] | None:
+        """R25-11.PROG.2: the original token until the task is terminal, then nothing.
+        Returns what to await before producing more (``Session.congested``), if any."""
         session = self.session
         if (self.progress_token is None or session is None or session.closed
                 or is_terminal(self.record.status)):
-            return
+            return None
         if self._last_progress is not None and not progress > self._last_progress:
-            return
+            return None
         self._last_progress = progress
         params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -250,17 +253,20 @@ class TaskRun:
         if message is not None:
             params["message"] = message
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/progress", params)
+        return session.congested(None) if session.notify("notifications/progress",
+                                                         params) else None
 
-    def log(self, level: str, data: Any, logger: str | None) -> None:
+    def log(self, level: str, data: Any, logger: str | None) -> Awaitable[None] | None:
+        """A log message of the task's handler (see ``progress``)."""
         session = self.session
         if session is None or session.closed or not session.conn.wants_log(level):
-            return
+            return None
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/message", params)
+        return session.congested(None) if session.notify("notifications/message",
+                                                         params) else None
 
 
 class TaskManager:
@@ -321,7 +327,7 @@ class TaskManager:
             self._next_sweep = now + 1.0
             await self.sweep(now)
         run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now, quota)
-        await self.store.put(run.record)
+        await outlast(lambda: self.store.put(run.record))  # a shared store: waited for
         return run
 
     def create_now(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
@@ -381,9 +387,13 @@ class TaskManager:
                            record.ttl_ms, record.poll_ms, record.message, form)
 
     async def move(self, run: TaskRun, status: str, *, message: str | None = None,
-                   result: JSONObject | None = None, error: JSONObject | None = None) -> bool:
+                   result: JSONObject | None = None, error: JSONObject | None = None,
+                   wait: bool = True) -> bool:
         """Move ``run`` to ``status`` if that edge is allowed (False: it is not, e.g. the
-        task is already terminal); stored, then announced."""
+        task is already terminal); stored, then announced. A shared store that cannot be
+        reached is waited for (``outlast``: a result is not lost to a short outage)
+        unless ``wait`` is False (a handler stopped by shutdown: its instance's lapsing
+        heartbeat reports the task failed anyway)."""
         record = run.record
         if not can_move(record.status, status):
             return False
@@ -396,7 +406,7 @@ class TaskManager:
         if is_terminal(status):
             self._finish(run)
         async with run.lock:
-            await self.store.put(record)
+            await outlast(lambda: self.store.put(record), wait=OUTAGE_WAIT if wait else 0)
         if is_terminal(status):
             run.done.set()
         session = run.session

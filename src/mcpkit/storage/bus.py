@@ -10,6 +10,9 @@ instance that ``listen``s for that session (each ignores what is not for it):
 - ``NOTIFY`` + a JSON-RPC message: for the session's standalone GET stream; the instance
   holding it open writes it.
 - ``ENDED``: the session was deleted; every instance drops its copy at once.
+- ``CANCEL`` + a ``notifications/cancelled``: the client cancelled a request of the
+  session; the instance running it takes it (behind a balancer the notification's POST
+  may reach any instance).
 - ``CHANGED``: the session's record changed (the log level, the end of the handshake);
   every holder reads it again at its next request instead of trusting its recent check.
 
@@ -33,6 +36,7 @@ from typing import Protocol
 ANSWER = b"A"
 NOTIFY = b"N"
 ENDED = b"E"
+CANCEL = b"X"
 CHANGED = b"C"
 LIST_CHANGED = b"L"
 UPDATED = b"R"
@@ -59,5 +63,5 @@ class SessionBus(Protocol):
         ...
 
 
-__all__ = ["ANSWER", "CHANGED", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY", "TASK", "TASKS",
-           "UPDATED", "SessionBus"]
+__all__ = ["ANSWER", "CANCEL", "CHANGED", "DEPLOYMENT", "ENDED", "LIST_CHANGED", "NOTIFY",
+           "TASK", "TASKS", "UPDATED", "SessionBus"]

@@ -5,6 +5,14 @@ so ids are unique in the session and name their stream. ``replay(session, last_i
 returns the events of *that* stream after ``last_id``, in order: never another stream's,
 never another session's (an id this session never issued gives ``None``).
 
+Bounds per session: the memory store keeps at most ``max_events`` events and
+``max_bytes`` bytes of event data (``DEFAULT_MAX_EVENTS``, ``DEFAULT_MAX_BYTES``), oldest
+dropped first, each event held at its size (a compact copy, ``protocol.jsonrpc.compact``);
+the SQLite store ``max_events`` rows (on disk), until the session ends; the Redis store
+(``redis_events``) ``max_events`` events and ``max_bytes`` bytes, for ``ttl`` seconds after
+the session's last event. Replaying from a dropped event gives ``None`` (the client opens a
+new stream).
+
 Failure modes: the SQLite store raises ``sqlite3.Error`` subclasses when the database is
 unusable; both stores are safe to call from one event loop (SQLite work runs in a worker
 thread so the loop never waits on the disk).
@@ -19,6 +27,14 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 import anyio.to_thread
+
+from ..protocol.jsonrpc import compact
+
+DEFAULT_MAX_EVENTS = 1000
+"""Events kept per session by default (every store)."""
+DEFAULT_MAX_BYTES = 1024 * 1024
+"""Bytes of event data kept per session by default (memory and Redis stores): with the
+default 10,000 sessions of an HTTP endpoint, at most ~10 GiB of events in memory."""
 
 
 class EventStore(Protocol):
@@ -47,17 +63,29 @@ def parse_event_id(event_id: str) -> tuple[str, int] | None:
     return stream, int(seq)
 
 
+def _check_bounds(max_events: int, max_bytes: int | None = None) -> None:
+    if not isinstance(max_events, int) or max_events < 1:
+        raise ValueError(f"max_events must be an int of at least 1, got {max_events!r}")
+    if max_bytes is not None and (not isinstance(max_bytes, int) or max_bytes < 1):
+        raise ValueError(f"max_bytes must be an int of at least 1, got {max_bytes!r}")
+
+
 @dataclass(slots=True)
 class _Log:
     seq: int = 0
+    size: int = 0  # bytes of event data kept
     events: deque[tuple[int, str, bytes]] = field(default_factory=deque)
 
 
 class MemoryEventStore:
-    """Events in memory, at most ``max_events`` per session (oldest dropped first)."""
+    """Events in memory, at most ``max_events`` and ``max_bytes`` bytes of event data per
+    session (oldest dropped first; an event bigger than ``max_bytes`` is not kept)."""
 
-    def __init__(self, max_events: int = 1000) -> None:
+    def __init__(self, max_events: int = DEFAULT_MAX_EVENTS,
+                 max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        _check_bounds(max_events, max_bytes)
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self._logs: dict[str, _Log] = {}
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
@@ -65,9 +93,11 @@ class MemoryEventStore:
         if log is None:
             log = self._logs[session_id] = _Log()
         log.seq += 1
-        log.events.append((log.seq, stream_id, data))
-        while len(log.events) > self.max_events:
-            log.events.popleft()
+        events = log.events
+        events.append((log.seq, stream_id, compact(data)))  # kept: held at its size
+        log.size += len(data)
+        while len(events) > self.max_events or log.size > self.max_bytes:
+            log.size -= len(events.popleft()[2])
         return f"{stream_id}_{log.seq}"
 
     async def replay(
@@ -90,7 +120,8 @@ class MemoryEventStore:
 class SQLiteEventStore:
     """Events in a SQLite database: they survive a restart of the server."""
 
-    def __init__(self, path: str, max_events: int = 1000) -> None:
+    def __init__(self, path: str, max_events: int = DEFAULT_MAX_EVENTS) -> None:
+        _check_bounds(max_events)
         self.path = path
         self.max_events = max_events
         self._lock = threading.Lock()

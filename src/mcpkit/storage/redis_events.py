@@ -1,9 +1,11 @@
 """SSE event logs in Redis Streams: a client resumes on whichever instance it reaches.
 
-Each session has one Redis Stream (``<prefix>e:{sid}``) and one counter
-(``<prefix>n:{sid}``). ``append`` runs one Lua script: it counts the event (``INCR``),
-adds it with the entry id ``<seq>-0`` and its stream id and data as fields, trims the log
-to ``max_events`` (exact ``MAXLEN``) and renews both keys' ``ttl``. Event ids are
+Each session has one Redis Stream (``<prefix>e:{sid}``), one counter
+(``<prefix>n:{sid}``) and the size of the data it holds (``<prefix>eb:{sid}``). ``append``
+runs one Lua script: it counts the event (``INCR``), adds it with the entry id ``<seq>-0``
+and its stream id and data as fields, drops the oldest entries while the log holds more
+than ``max_events`` events or ``max_bytes`` bytes of data (an event bigger than
+``max_bytes`` is not kept) and renews the keys' ``ttl``. Event ids are
 ``"<stream>_<seq>"`` as in the other stores, so ``replay`` reads the one entry the client
 named (it must exist and be of that stream: else None) and everything after it with one
 ``XRANGE`` each, in one round trip, and keeps that stream's events: exactly once, in
@@ -16,12 +18,23 @@ from __future__ import annotations
 
 from typing import Any
 
-from .events import parse_event_id
+from .events import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS, parse_event_id
 from .redis_link import RedisLink
 
 APPEND = """
 local seq = redis.call('INCR', KEYS[1])
-redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[1], seq .. '-0', 's', ARGV[2], 'd', ARGV[3])
+redis.call('XADD', KEYS[2], seq .. '-0', 's', ARGV[2], 'd', ARGV[3])
+local size = redis.call('INCRBY', KEYS[3], string.len(ARGV[3]))
+local count = redis.call('XLEN', KEYS[2])
+local max_events, max_bytes = tonumber(ARGV[1]), tonumber(ARGV[5])
+while count > 0 and (count > max_events or size > max_bytes) do
+  local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  redis.call('XDEL', KEYS[2], oldest[1])
+  size = size - string.len(oldest[2][4])
+  count = count - 1
+end
+if size < 0 or count == 0 then size = 0 end
+redis.call('SET', KEYS[3], size, 'PX', ARGV[4])
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 redis.call('PEXPIRE', KEYS[2], ARGV[4])
 return seq
@@ -29,28 +42,32 @@ return seq
 
 
 class RedisEventStore:
-    """Events in Redis Streams, at most ``max_events`` per session, kept ``ttl`` seconds
-    after the session's last event."""
+    """Events in Redis Streams, at most ``max_events`` and ``max_bytes`` bytes of event
+    data per session (oldest dropped first), kept ``ttl`` seconds after the session's
+    last event."""
 
     shared = True
 
-    def __init__(self, link: RedisLink | str, *, max_events: int = 1000,
-                 ttl: float = 3600.0) -> None:
+    def __init__(self, link: RedisLink | str, *, max_events: int = DEFAULT_MAX_EVENTS,
+                 max_bytes: int = DEFAULT_MAX_BYTES, ttl: float = 3600.0) -> None:
         self.link = link if isinstance(link, RedisLink) else RedisLink(link)
-        if max_events < 1 or ttl <= 0:
-            raise ValueError("max_events must be at least 1 and ttl positive seconds")
+        if max_events < 1 or max_bytes < 1 or ttl <= 0:
+            raise ValueError("max_events and max_bytes must be at least 1 and ttl "
+                             "positive seconds")
         self.max_events = max_events
+        self.max_bytes = max_bytes
         self.ttl_ms = int(ttl * 1000)
         self._append = self.link.script(APPEND)
 
-    def _keys(self, session_id: str) -> tuple[str, str]:
+    def _keys(self, session_id: str) -> tuple[str, str, str]:
         return (self.link.key("n", session_id, tag=session_id),
-                self.link.key("e", session_id, tag=session_id))
+                self.link.key("e", session_id, tag=session_id),
+                self.link.key("eb", session_id, tag=session_id))
 
     async def append(self, session_id: str, stream_id: str, data: bytes) -> str:
-        counter, log = self._keys(session_id)
+        keys = list(self._keys(session_id))
         seq = await self.link.run("store an SSE event", lambda r: self._append(
-            [counter, log], [self.max_events, stream_id, data, self.ttl_ms]))
+            keys, [self.max_events, stream_id, data, self.ttl_ms, self.max_bytes]))
         return f"{stream_id}_{int(seq)}"
 
     async def replay(
@@ -60,7 +77,7 @@ class RedisEventStore:
         if parsed is None:
             return None
         stream, seq = parsed
-        _, log = self._keys(session_id)
+        log = self._keys(session_id)[1]
 
         async def read(r: Any) -> list[Any]:
             pipe = r.pipeline(transaction=False)
@@ -79,7 +96,7 @@ class RedisEventStore:
                      ) -> tuple[int, list[tuple[str, bytes]]]:
         """(the last event number read, ``stream_id``'s events after event number
         ``after``), waiting up to half the link's timeout for the first one to come."""
-        _, log = self._keys(session_id)
+        log = self._keys(session_id)[1]
         block = max(1, int(self.link.timeout * 500))
         got: Any = await self.link.run("read new SSE events", lambda r: r.xread(
             {log: f"{after}-0"}, count=100, block=block))

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .events import DEFAULT_MAX_BYTES, DEFAULT_MAX_EVENTS
 from .redis_buckets import RedisBuckets
 from .redis_bus import RedisBus
 from .redis_events import RedisEventStore
@@ -31,7 +32,8 @@ class RedisStores:
     tasks: RedisTaskStore
 
     @classmethod
-    def from_url(cls, url: str, *, ttl: float = 3600.0, max_events: int = 1000,
+    def from_url(cls, url: str, *, ttl: float = 3600.0,
+                 max_events: int = DEFAULT_MAX_EVENTS, max_bytes: int = DEFAULT_MAX_BYTES,
                  prefix: str = "mcpkit:", timeout: float = 2.0, heartbeat: float = 1.0,
                  recheck: float = RECHECK) -> RedisStores:
         """Stores on the Redis at ``url`` (``redis://``, ``rediss://`` or ``unix://``);
@@ -41,7 +43,8 @@ class RedisStores:
         ``RedisSessionStore``."""
         link = RedisLink(url, prefix=prefix, timeout=timeout)
         return cls(link, RedisSessionStore(link, ttl=ttl, recheck=recheck),
-                   RedisEventStore(link, max_events=max_events, ttl=ttl), RedisBuckets(link),
+                   RedisEventStore(link, max_events=max_events, max_bytes=max_bytes,
+                                   ttl=ttl), RedisBuckets(link),
                    RedisBus(link), RedisTaskStore(link, heartbeat=heartbeat))
 
     async def aclose(self) -> None:

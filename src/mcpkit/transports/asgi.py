@@ -189,10 +189,11 @@ def _forwarded_node(value: str) -> str:
 
 
 class _Read:
-    __slots__ = ("deadline", "expired", "task")
+    __slots__ = ("deadline", "expired", "refusal", "task")
 
     def __init__(self, deadline: float, task: Any) -> None:
         self.deadline, self.task, self.expired = deadline, task, False
+        self.refusal: Callable[[], Refused] | None = None  # None: the 408 of a late body
 
 
 class ReadDeadlines:
@@ -226,6 +227,13 @@ class ReadDeadlines:
             read.expired = True
             if read.task is not None:
                 read.task.cancel()
+
+    def expire(self, refusal: Callable[[], Refused]) -> None:
+        """Fail every read in progress now, each with ``refusal()`` (a server draining:
+        a body still arriving is not waited for)."""
+        for read in self._reads:
+            read.refusal = refusal
+        self.sweep(float("inf"))
 
 
 async def read_body(headers: dict[str, str], receive: Receive, limit: int,
@@ -261,6 +269,8 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
         if not read.expired:
             raise
         read.task.uncancel()
+        if read.refusal is not None:
+            raise read.refusal() from None
         raise Refused(408, f"Request timeout: the body did not arrive within "
                            f"{deadlines.timeout:g} seconds; send it without pausing.",
                       headers=[(b"connection", b"close")]) from None
@@ -301,6 +311,15 @@ def decode_json(body: bytes, max_batch: int) -> Any:
         del obj  # freed before the refusal allocates: see protocol.jsonrpc.loads
         raise Refused(400, batch_too_large(size, max_batch).message)
     return obj
+
+
+async def respond_withdrawn(send: Send) -> None:
+    """The answer to a POSTed request that will never be answered (the client cancelled it,
+    or its session ended first): an SSE response with no event, complete at once. A POST
+    carrying a request must be answered as SSE or JSON (basic/transports), and a cancelled
+    request gets no JSON-RPC response (basic/utilities/cancellation)."""
+    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+    await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:

@@ -152,13 +152,20 @@ class HttpClientTransport:
     def wake(self, now: bool) -> None:
         """``Output``: POST every message the connection queued, each in its own task."""
         for out in self.session.conn.messages_to_send():
-            if self._closed:
+            if self._closed or not out.data:  # (a withdrawn answer: nothing to POST)
                 continue
             if out.method == "notifications/cancelled" and self._close_post(out):
                 continue
             if out.method == "notifications/initialized":
                 self._ready = anyio.Event()  # later messages wait for the GET stream
             self._tg.start_soon(self._send, out)
+
+    def congested(self, related: RequestId | None) -> None:
+        """``Output``: never congested. Nothing is queued here: each message is handed to
+        httpx at once, in a POST of its own, and a client queues no messages in a loop
+        of its own making (its requests wait for their answers; its handlers answer one
+        request each), so there is no byte queue to pace anyone by."""
+        return None
 
     def _close_post(self, out: Outgoing) -> bool:
         """Cancel a stateless request by closing its POST (True), not with a message."""

@@ -63,11 +63,14 @@ from .asgi import (
     require_json,
     respond,
     respond_refused,
+    respond_withdrawn,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
+from .http_drain import RESTART_HEADERS, Drain, refusal
 from .http_lifespan import LifespanHolder
 from .http_resume import resume, write_sse
 from .http_shared import SharedSessions
+from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT, Stalls
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
@@ -96,6 +99,8 @@ class HttpConfig:
     max_in_flight_total: int = 65536  # across sessions (503 past it)
     max_batch: int = DEFAULT_MAX_BATCH  # messages in one batch (400 with -32600 past it)
     retry_ms: int = 1000
+    max_stream_buffer: int = MAX_STREAM_BUFFER  # bytes one SSE response may hold unsent
+    stall_timeout: float = STALL_TIMEOUT  # seconds a blocked SSE write waits before a cut
     enable_get: bool = True
     allow_delete: bool = True
     legacy_sse: bool = True  # also serve 2024-11-05 HTTP+SSE clients at /sse + /messages
@@ -105,6 +110,7 @@ class HttpConfig:
     session_store: SessionStore = field(default_factory=MemorySessionStore)
     principal_key: str | None = None  # scope["state"] key of the request's principal
     bus: SessionBus | None = None  # to the other instances sharing session_store (http_shared)
+    drain: float = 10.0  # seconds requests in flight get to be answered at shutdown (http_drain)
 
 
 # ------------------------------------------------------------------------------ the app
@@ -133,7 +139,8 @@ class StreamableHTTPApp:
     ) -> None:
         self.config = config or HttpConfig()
         self.call_guard = call_guard
-        self.lifespan = LifespanHolder(lifespan, self.close_all)
+        self.drain = Drain(self, self.config.drain)
+        self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
@@ -146,6 +153,7 @@ class StreamableHTTPApp:
         self.guard = OriginHostGuard(cfg.allowed_hosts, cfg.allowed_origins,
                                      cfg.trusted_proxies)
         self.body_deadlines = ReadDeadlines(cfg.body_timeout)
+        self.stalls = Stalls(cfg.stall_timeout)
         self._housekeeper: asyncio.Task[None] | None = None
         self.shared = None if cfg.bus is None else SharedSessions(
             cfg.session_store, cfg.event_store, cfg.bus)
@@ -223,9 +231,16 @@ class StreamableHTTPApp:
             try:
                 now = time.monotonic()
                 self.body_deadlines.sweep(now)
+                self.stalls.sweep(now)
                 self._expire_idle(now, limit=cfg.sweep_batch)
             except Exception:
                 log.exception("housekeeping failed; retrying at the next sweep")
+
+    async def _shutdown(self) -> None:
+        """The ASGI lifespan's shutdown: the drain's end (``Drain.finish``), then every
+        session closed."""
+        await self.drain.finish()
+        self.close_all()
 
     def close_all(self) -> None:
         """End every session (server shutdown): handlers cancelled, streams ended."""
@@ -315,10 +330,20 @@ class StreamableHTTPApp:
             return  # the common case, checked without building a snapshot
         snap = session.record()
         if snap != saved:
-            session.saved = snap
             await self.config.session_store.save(session.session_id, snap)
+            session.saved = snap  # (once saved: a failed save is tried again)
             if self.shared is not None:
                 await self.shared.changed(session)
+
+    async def _persist_fed(self, session: HttpSession) -> None:
+        """``_persist`` once a POST was fed to the session: its messages were taken, so a
+        store that cannot be reached does not refuse them (a 503 would have the client
+        send them again); the record is saved at the session's next POST instead."""
+        try:
+            await self._persist(session)
+        except StoreUnavailable as exc:
+            log.warning("session %s: its record is saved at its next request: %s",
+                        session.session_id, exc)
 
     def _check_version(self, headers: dict[str, str], session: HttpSession) -> None:
         version = headers.get("mcp-protocol-version")
@@ -372,6 +397,9 @@ class StreamableHTTPApp:
         body = await read_body(headers, receive, self.config.max_body, self.body_deadlines)
         obj = decode_json(body, self.config.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
+        if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                     for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
         refused = refused_call(self.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
@@ -401,7 +429,7 @@ class StreamableHTTPApp:
                     await respond(send, 202)
                     return
             direct = session.feed(obj, principal, peer)
-            await self._persist(session)
+            await self._persist_fed(session)
             if direct:
                 await respond(send, 400, direct[0])
             else:
@@ -420,10 +448,11 @@ class StreamableHTTPApp:
                 INVALID_REQUEST, f"Invalid Request: request id {key!r} is already in use by a "
                                  "request still in progress; use a new id for every request."))
             return
-        stream = ResponseStream(session, session.new_stream_id())
+        stream = ResponseStream(session, session.new_stream_id(),
+                                limit=self.config.max_stream_buffer)
         session.streams[key] = stream
         direct = session.feed(obj, principal, peer)
-        await self._persist(session)
+        await self._persist_fed(session)
         if direct and not stream.queue:
             session.streams.pop(key, None)
             await respond(send, 400, direct[0])
@@ -483,22 +512,33 @@ class StreamableHTTPApp:
         if mode == "json" or (mode == "auto" and final):
             if mode == "json":
                 while not final:  # intermediate messages go to the standalone stream
-                    stream.queue.pop(0)
+                    stream.pop_first()
                     if stream.session.standalone is not None:
                         stream.session.standalone.push(data, False)
                     data, final = await stream.first()
-            stream.queue.clear()
-            await respond(send, 200, data)
+            stream.take_queue()
+            if not data:
+                await respond_withdrawn(send)
+            elif stream.cut_off:  # the drain's deadline passed before an answer came
+                await respond(send, 503, data, RESTART_HEADERS)
+            else:
+                await respond(send, 200, data)
             return
-        listener = Listener()
+        if not data:
+            await respond_withdrawn(send)
+            return
+        listener = Listener(self.config.max_stream_buffer)
         stream.listener = listener
         stream.start_sse()
-        await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
+        await write_sse(stream, listener, send, receive, self.config.retry_ms, None,
+                        stalls=self.stalls)
 
     # ------------------------------------------------------------------ GET / DELETE
 
     async def _get(self, headers: dict[str, str], send: Send, receive: Receive,
                    principal: Principal | None) -> None:
+        if self.drain.active:
+            raise refusal()
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise Refused(406, "Not acceptable: GET needs Accept: text/event-stream.")
         if not self.config.enable_get:
@@ -507,17 +547,21 @@ class StreamableHTTPApp:
         session = await self._session(headers, principal)
         self._check_version(headers, session)
         last = headers.get("last-event-id")
+        cfg = self.config
         if last is not None:
-            await resume(session, last.strip(), send, receive, self.config.retry_ms,
-                         self.config.session_idle_timeout)
+            await resume(session, last.strip(), send, receive, cfg.retry_ms,
+                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer,
+                         lambda: self.drain.active)
             return
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
-        listener = Listener()
-        stream = ResponseStream(session, session.new_stream_id(True), standalone=True)
+        listener = Listener(cfg.max_stream_buffer)
+        stream = ResponseStream(session, session.new_stream_id(True), standalone=True,
+                                limit=cfg.max_stream_buffer)
         session.open_standalone(stream, listener)
         try:
-            await write_sse(stream, listener, send, receive, self.config.retry_ms, None)
+            await write_sse(stream, listener, send, receive, cfg.retry_ms, None,
+                            stalls=self.stalls)
         finally:
             session.release_standalone(stream)
 

@@ -12,7 +12,9 @@ instances at once. ``SharedSessions`` keeps them consistent:
   Redis round trip of most requests (bench/scaleout.py).
 - An instance holding a session listens to its bus channel. A POST carrying the answer to
   a server-to-client request another instance made (sampling, elicitation, roots, ping) is
-  published there, and the instance whose connection awaits that id takes it. Request
+  published there, and the instance whose connection awaits that id takes it; so is a
+  ``notifications/cancelled`` for a request that runs on another instance, which that
+  instance takes (its handler stops and the request's POST ends). Request
   ids are numbered from a random start per instance, so an answer names one request.
 - A message for the session's standalone GET stream produced where no GET stream is open
   is published, and the instance holding the GET stream writes it.
@@ -40,7 +42,7 @@ from typing import Any
 import orjson
 
 from ..session import Session
-from ..storage.bus import ANSWER, CHANGED, ENDED, NOTIFY, SessionBus
+from ..storage.bus import ANSWER, CANCEL, CHANGED, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
@@ -76,8 +78,12 @@ class SharedSessions:
         session.stream_prefix = f"{self.token}-"
         self._held[session.session] = session
         session.conn.number_requests_from(secrets.randbelow(FIRST_ID_RANGE))
-        await self.bus.listen(session.session_id,
-                              functools.partial(_deliver, session, ended))
+        try:
+            await self.bus.listen(session.session_id,
+                                  functools.partial(_deliver, session, ended))
+        except StoreUnavailable:  # the request's 503: the session is not held here
+            self._held.pop(session.session, None)
+            raise
 
     async def alive(self, session: HttpSession) -> bool:
         """Renew the session's record and take what another instance changed in it
@@ -119,13 +125,16 @@ class SharedSessions:
             await self.bus.unlisten(sid)
 
     async def forward_answers(self, session: HttpSession, obj: Any) -> Any:
-        """The POST body ``obj`` without the answers this instance does not await, which
-        go on the bus to the instance that does (None when nothing is left)."""
+        """The POST body ``obj`` without the answers this instance does not await and the
+        cancellations of requests it does not run, which go on the bus to the instance
+        that does (None when nothing is left)."""
         messages = obj if isinstance(obj, list) else [obj]
         keep = []
         for msg in messages:
             if is_answer(msg) and "id" in msg and not session.conn.awaits(msg["id"]):
                 await self.bus.publish(session.session_id, ANSWER + orjson.dumps(msg))
+            elif _cancels_elsewhere(session, msg):
+                await self.bus.publish(session.session_id, CANCEL + orjson.dumps(msg))
             else:
                 keep.append(msg)
         if not keep:
@@ -140,6 +149,21 @@ class SharedSessions:
             await self.events.drop(sid)
 
 
+def _runs_here(session: HttpSession, rid: Any) -> bool:
+    """Whether the inbound request ``rid`` of the session runs on this instance."""
+    return isinstance(rid, str | int) and (rid in session.streams
+                                           or session.session.is_handling(rid))
+
+
+def _cancels_elsewhere(session: HttpSession, msg: Any) -> bool:
+    """Whether ``msg`` cancels a request this instance does not run (another may)."""
+    if not isinstance(msg, dict) or msg.get("method") != "notifications/cancelled":
+        return False
+    params = msg.get("params")
+    rid = params.get("requestId") if isinstance(params, dict) else None
+    return isinstance(rid, str | int) and not _runs_here(session, rid)
+
+
 def _deliver(session: HttpSession, ended: Callable[[str], None], message: bytes) -> None:
     kind, body = message[:1], message[1:]
     if kind == ENDED:
@@ -149,10 +173,16 @@ def _deliver(session: HttpSession, ended: Callable[[str], None], message: bytes)
     elif kind == NOTIFY:
         if session.standalone is not None:
             session.standalone.push(body, False)
-    elif kind == ANSWER:
+    elif kind == ANSWER or kind == CANCEL:
         try:
             msg = orjson.loads(body)
         except orjson.JSONDecodeError:
             return
-        if isinstance(msg, dict) and session.conn.awaits(msg.get("id")):
+        if not isinstance(msg, dict):
+            return
+        if kind == ANSWER and session.conn.awaits(msg.get("id")):
             session.session.receive_message(msg)
+        elif kind == CANCEL:
+            params = msg.get("params")
+            if isinstance(params, dict) and _runs_here(session, params.get("requestId")):
+                session.session.receive_message(msg)

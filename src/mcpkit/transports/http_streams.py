@@ -19,43 +19,74 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol.connection import Connection, Outgoing
-from ..protocol.jsonrpc import RequestId
+from ..protocol.jsonrpc import RequestId, compact
 from ..protocol.sse import encode_event
 from ..session import NotificationHandler, Principal, RequestHandler, Session
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
-from ..storage.faults import StoreUnavailable
+from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
 from ..storage.sessions import SessionStore
 from .asgi import Receive, Send, watch_disconnect
+from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
 MAX_BACKLOG = 1000
-"""Server-initiated messages kept for a session without a GET stream (older are dropped)."""
-STORE_OUTAGE = 60.0
-"""Seconds an SSE stream waits for an unreachable event store before it ends."""
-STORE_RETRY = 0.5
+"""Server-initiated messages kept for a session without a GET stream (newer are dropped)."""
+MAX_BACKLOG_BYTES = 1024 * 1024
+"""Bytes of those messages kept at most."""
+WITHDRAWN = (b"", True)
+"""What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
+STREAM_END = b"\x00"
+"""The stored end of a request stream whose answer was withdrawn (never sent: not JSON)."""
+PACE_POLL = 0.01
+"""Seconds between looks at a congested stream while a producer waits for room."""
+STORE_OUTAGE = OUTAGE_WAIT
+"""Seconds an SSE stream's event waits for an unreachable event store; past them the
+stream's events go out without ids (``ResponseStream._stored``)."""
+STORE_RETRY = RETRY_EVERY
 """Seconds between attempts to store an event while the store is unreachable."""
 
 
 class Listener:
-    """The live HTTP connection consuming one stream's events."""
+    """The live HTTP connection consuming one stream's events.
 
-    __slots__ = ("ended", "gone", "items", "wakeup")
+    ``pending`` counts the bytes handed to it and not yet written; past ``limit`` the
+    reader has fallen too far behind: what is not yet taken is dropped (the event store
+    has it), nothing more is taken, and the writer ends the response after what it holds,
+    so the client resumes from its last event id (``transports.http_stalls``)."""
 
-    def __init__(self) -> None:
+    __slots__ = ("ended", "gone", "items", "limit", "overflowed", "pending", "wakeup")
+
+    def __init__(self, limit: int = MAX_STREAM_BUFFER) -> None:
         self.items: list[tuple[str, bytes, bool]] = []
         self.wakeup = asyncio.Event()
         self.gone = False
         self.ended = False
+        self.overflowed = False
+        self.pending = 0
+        self.limit = limit
 
     def put(self, event_id: str, data: bytes, final: bool) -> None:
+        if self.overflowed:
+            return
+        if self.items:  # the reader lags: this one is held a while, at its own size
+            data = compact(data)
         self.items.append((event_id, data, final))
+        self.pending += len(data)
+        if self.pending > self.limit and not final:
+            self.overflowed = True
+            self.pending -= sum(len(d) for _, d, _ in self.items)
+            self.items.clear()
         self.wakeup.set()
+
+    def sent(self, size: int) -> None:
+        """The writer wrote an event of ``size`` bytes of data."""
+        self.pending -= size
 
     def leave(self) -> None:
         """The connection ended (or another took over): stop waiting."""
@@ -63,12 +94,24 @@ class Listener:
         self.wakeup.set()
 
     def end(self) -> None:
-        """Nothing more will come (the stream failed): finish the response."""
+        """Nothing more will come (the stream ended or failed): finish the response."""
         self.ended = True
         self.wakeup.set()
 
+    def retire(self) -> None:
+        """Another connection took the stream over: finish this response without writing
+        what it had not taken yet (the new one replays it)."""
+        self.pending -= sum(len(d) for _, d, _ in self.items)
+        self.items.clear()
+        self.end()
+
+    @property
+    def stopped(self) -> bool:
+        """Whether the writer should stop waiting for more (gone, ended or overflowed)."""
+        return self.gone or self.ended or self.overflowed
+
     async def take(self) -> list[tuple[str, bytes, bool]]:
-        while not self.items and not self.gone and not self.ended:
+        while not self.items and not self.stopped:
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         items, self.items = self.items, []
@@ -82,19 +125,26 @@ class ResponseStream:
         "_parked",
         "_primed",
         "_pump",
+        "_unstored",
         "closed",
+        "cut_off",
         "done",
+        "dropped",
         "finished",
         "id",
+        "limit",
         "listener",
+        "overflowed",
         "queue",
+        "queued",
         "session",
         "sse",
         "standalone",
         "wakeup",
     )
 
-    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False) -> None:
+    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False,
+                 limit: int = MAX_STREAM_BUFFER) -> None:
         self.session = session
         self.id = stream_id
         self.standalone = standalone
@@ -102,31 +152,101 @@ class ResponseStream:
         self.wakeup = asyncio.Event()
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
+        self.cut_off = False  # ended by the server's drain in place of its answer (cut)
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: Listener | None = None
         self.finished = asyncio.Event()  # the final event was stored (and handed on)
         self._pump = False  # a pump is running
         self._primed = False
         self._parked = False
+        #: Bytes in ``queue``, bounded by ``limit``: past it a message that is not the
+        #: final one is dropped (the event store is unreachable: counted in ``dropped``),
+        #: or the stream is ``overflowed`` (written without a store: its reader is slow).
+        self.queued = 0
+        self.limit = limit
+        self.dropped = 0
+        self.overflowed = False
+        self._unstored = False  # the event store failed: events go out without ids
 
     def push(self, data: bytes, final: bool) -> None:
-        self.queue.append((data, final))
+        """Queue a message; ``final``: it ends the exchange (empty ``data``: withdrawn,
+        the peer cancelled the request and no answer will come)."""
         if final:
             self.done = True
+        elif self.queued > self.limit:  # a producer that is not paced (a broadcast)
+            if not self.dropped:
+                log.warning("session %s: stream %s holds %d bytes not yet taken (the event "
+                            "store is unreachable, or its reader too slow); its "
+                            "notifications are dropped until it drains",
+                            self.session.session_id, self.id, self.queued)
+            self.dropped += 1
+            if not self.sse:  # relayed without a store (stateless, legacy): end it
+                self.overflowed = True
+                self.wakeup.set()
+            return
+        if self.queue:  # something waits already: this one is held too, at its size
+            data = compact(data)
+        self.queue.append((data, final))
+        self.queued += len(data)
         self.wakeup.set()
 
+    def take_queue(self) -> list[tuple[bytes, bool]]:
+        """Everything queued, in order, and the queue emptied."""
+        batch, self.queue = self.queue, []
+        self.queued = 0
+        return batch
+
     def end(self) -> None:
-        """The session ended: nothing more will come."""
+        """The session ended: nothing more will come; a connection writing the stream
+        finishes its response."""
         self.closed = True
         self.wakeup.set()
         if self.listener is not None:
-            self.listener.leave()
+            self.listener.end()
+
+    def unsent(self) -> int:
+        """Bytes produced for this stream and not yet written to its reader."""
+        listener = self.listener
+        return self.queued + (listener.pending if listener is not None else 0)
+
+    def congested(self) -> Coroutine[Any, Any, None] | None:
+        """None when a producer may go on; else a wait until a quarter of the bound is
+        left unsent (or the stream ended, its reader left or fell behind for good)."""
+        if self.unsent() <= self.limit // 4:
+            return None
+        return self._room()
+
+    async def _room(self) -> None:
+        low = self.limit // 8
+        deadline = time.monotonic() + STALL_TIMEOUT + 1.0  # the watchdog cuts before it
+        while self.unsent() > low and time.monotonic() < deadline:
+            listener = self.listener
+            if self.closed or self.overflowed or (listener is not None and listener.stopped):
+                return
+            if listener is None and self.sse:
+                return  # nobody reads it now: the store keeps it for a resumption
+            await asyncio.sleep(PACE_POLL)
+
+    def cut(self, answer: bytes) -> None:
+        """The server's drain ran out of time (``http_drain``): ``answer``, an error saying
+        so, is the final message in place of the one that will not come."""
+        self.cut_off = True
+        self.push(answer, True)
 
     async def first(self) -> tuple[bytes, bool]:
+        """The first message queued, left in the queue: ``(b"", True)`` when the exchange
+        ended without one (withdrawn, or the session ended)."""
         while not self.queue:
+            if self.closed:
+                return WITHDRAWN
             await self.wakeup.wait()
             self.wakeup = asyncio.Event()
         return self.queue[0]
+
+    def pop_first(self) -> None:
+        """Drop the first message queued (an answer written as JSON, say)."""
+        data, _ = self.queue.pop(0)
+        self.queued -= len(data)
 
     async def first_unless_gone(self, receive: Receive) -> tuple[bytes, bool] | None:
         """The first message, or None if the client disconnected before it came."""
@@ -141,17 +261,20 @@ class ResponseStream:
 
         watcher = watch_disconnect(receive, went)
         try:
-            while not self.queue and not gone:
+            while not self.queue and not gone and not self.closed:
                 await self.wakeup.wait()
                 self.wakeup = asyncio.Event()
         finally:
             watcher.cancel()
-        return None if gone and not self.queue else self.queue[0]
+        if self.queue:
+            return self.queue[0]
+        return None if gone else WITHDRAWN
 
     def start_sse(self) -> None:
         """Store events from now on (starting the pump unless it runs)."""
         self.sse = True
         self._parked = False
+        self._unstored = False  # (a GET stream opened again: its events are stored again)
         if not self.standalone:  # resumable by its id until its final event is stored
             self.session.resumable[self.id] = self
         if not self._pump:
@@ -160,11 +283,10 @@ class ResponseStream:
 
     def park(self) -> None:
         """The standalone stream lost its connection: stop the pump (it ends once idle);
-        unstored messages go back to the session's backlog."""
+        unstored messages go back to the session's backlog (within its bounds)."""
         self._parked = True
         self.wakeup.set()
-        self.session.backlog[:0] = [d for d, _ in self.queue]
-        self.queue.clear()
+        self.session.requeue([d for d, _ in self.take_queue()])
 
     async def _run_pump(self) -> None:
         store = self.session.store
@@ -174,8 +296,8 @@ class ResponseStream:
                 self._primed = True
                 rev = self.session.conn.revision
                 if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
-                    prime = await store.append(sid, self.id, b"")
-                    if self.listener is not None:
+                    prime = await self._stored(store, sid, b"")
+                    if prime and self.listener is not None:
                         self.listener.put(prime, b"", False)
             while True:
                 while not self.queue:
@@ -183,12 +305,15 @@ class ResponseStream:
                         return
                     await self.wakeup.wait()
                     self.wakeup = asyncio.Event()
-                batch, self.queue = self.queue, []
-                for data, final in batch:
-                    try:
-                        event_id = await store.append(sid, self.id, data)
-                    except StoreUnavailable:  # a shared store: wait for it, in order
-                        event_id = await _stored_later(store, sid, self.id, data)
+                for data, final in self.take_queue():
+                    if not data:  # withdrawn: the exchange ends without an answer,
+                        # which the store records for a resumption on another instance
+                        await self._stored(store, sid, STREAM_END)
+                        self.finished.set()
+                        if self.listener is not None:
+                            self.listener.end()
+                        return
+                    event_id = await self._stored(store, sid, data)
                     if self.listener is not None:
                         self.listener.put(event_id, data, final)
                     if final:
@@ -203,6 +328,26 @@ class ResponseStream:
             self._pump = False
             if self.finished.is_set():
                 self.session.resumable.pop(self.id, None)
+
+    async def _stored(self, store: EventStore, sid: str, data: bytes) -> str:
+        """The id of ``data`` stored as this stream's next event. A shared store that
+        cannot be reached is waited for (``_stored_later``), so events go out in order
+        once it is back. When it stays away past ``STORE_OUTAGE`` (or the store fails
+        otherwise) this and every later event of the stream get no id (""): they still
+        go to the connection, not stored and so not resumable, rather than being lost."""
+        if self._unstored:
+            return ""
+        try:
+            try:
+                return await store.append(sid, self.id, data)
+            except StoreUnavailable:  # a shared store: wait for it, in order
+                return await _stored_later(store, sid, self.id, data)
+        except Exception as exc:
+            self._unstored = True
+            log.warning("SSE stream %s of session %s: its events go out without ids from "
+                        "now on (not resumable): the event store failed: %s", self.id, sid,
+                        exc, exc_info=not isinstance(exc, StoreUnavailable))
+            return ""
 
 
 async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes) -> str:
@@ -220,16 +365,21 @@ async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes
 
 async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
     """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
-    final message, the client's departure, or the end of its session."""
+    final message, the client's departure, the end of its session, or a reader so slow
+    that the stream's bound overflowed (the caller then ends the response)."""
     done = False
-    while not done and not is_gone() and not stream.closed:
+    while not done and not is_gone():
         while not stream.queue and not is_gone() and not stream.closed:
+            if stream.overflowed:
+                return
             await stream.wakeup.wait()
             stream.wakeup = asyncio.Event()
-        batch, stream.queue = stream.queue, []
-        for data, final in batch:
-            await send({"type": "http.response.body", "body": encode_event(data),
-                        "more_body": True})
+        if not stream.queue:
+            return  # the client left, or the stream ended with nothing left to send
+        for data, final in stream.take_queue():
+            if data:
+                await send({"type": "http.response.body", "body": encode_event(data),
+                            "more_body": True})
             done = done or final
 
 
@@ -240,6 +390,7 @@ class HttpSession:
         "__weakref__",
         "_seq",
         "backlog",
+        "backlog_bytes",
         "bus",
         "checked",
         "direct",
@@ -284,6 +435,7 @@ class HttpSession:
         self.standalone: ResponseStream | None = None
         self.last_standalone: ResponseStream | None = None  # the latest GET stream (resumable)
         self.backlog: list[bytes] = []  # server-initiated messages waiting for a GET stream
+        self.backlog_bytes = 0
         self.direct: list[bytes] | None = None  # errors answering the POST being fed
         self.last_seen = time.monotonic()
         self.saved: dict[str, Any] | None = None  # the handshake state last stored
@@ -333,6 +485,8 @@ class HttpSession:
             if out.final:
                 del self.streams[rid]  # type: ignore[arg-type]
             return
+        if not out.data:
+            return  # a withdrawn answer, and no exchange open here to end
         if out.final and self.direct is not None:
             self.direct.append(out.data)
             return
@@ -340,18 +494,45 @@ class HttpSession:
         if standalone is not None:
             standalone.push(out.data, False)
         elif self.bus is not None:  # the GET stream may be open on another instance
-            self.outbox.append(NOTIFY + out.data)
+            if len(self.outbox) < MAX_BACKLOG:  # (only while the bus is unreachable)
+                self.outbox.append(NOTIFY + out.data)  # (a new, exact-size bytes)
             if len(self.outbox) == 1:
                 self.session.spawn(self._publish)
-        elif len(self.backlog) < MAX_BACKLOG:
-            self.backlog.append(out.data)
+        else:
+            self.requeue([out.data])
+
+    def requeue(self, messages: list[bytes]) -> None:
+        """Keep messages for the next GET stream, after those kept already: at most
+        ``MAX_BACKLOG`` of them and ``MAX_BACKLOG_BYTES`` in all (the newest are dropped:
+        a client that opens no GET stream cannot make the server hold more)."""
+        backlog = self.backlog
+        for data in messages:
+            if len(backlog) >= MAX_BACKLOG or self.backlog_bytes + len(data) > MAX_BACKLOG_BYTES:
+                return
+            backlog.append(compact(data))  # kept: held at its size
+            self.backlog_bytes += len(data)
+
+    def congested(self, related: RequestId | None) -> Coroutine[Any, Any, None] | None:
+        """``Output``: None when the stream of ``related`` (the GET stream for None) has
+        room; else a wait for its reader to catch up (``ResponseStream.congested``)."""
+        stream = self.streams.get(related) if related is not None else self.standalone
+        return None if stream is None else stream.congested()
 
     async def _publish(self) -> None:
-        """Publish the outbox on the bus, in order (one publisher at a time)."""
+        """Publish the outbox on the bus, in order (one publisher at a time). While the
+        bus cannot be reached the messages wait (up to ``MAX_BACKLOG`` of them, for up to
+        ``STORE_OUTAGE`` seconds, as SSE events do); past that they are dropped, logged."""
+        down_since: float | None = None
         while self.outbox and self.bus is not None:
             try:
                 await self.bus.publish(self.session_id, self.outbox[0])
-            except Exception as exc:  # the store is down: this message is lost
+                down_since = None
+            except Exception as exc:
+                now = time.monotonic()
+                down_since = now if down_since is None else down_since
+                if isinstance(exc, StoreUnavailable) and now - down_since < STORE_OUTAGE:
+                    await asyncio.sleep(STORE_RETRY)
+                    continue
                 log.warning("session %s: a message for the GET stream was dropped: %s",
                             self.session_id, exc)
             del self.outbox[0]
@@ -378,6 +559,7 @@ class HttpSession:
         for data in self.backlog:
             stream.push(data, False)
         self.backlog.clear()
+        self.backlog_bytes = 0
         stream.start_sse()
 
     def release_standalone(self, stream: ResponseStream) -> None:
@@ -390,7 +572,7 @@ class HttpSession:
     def close(self) -> None:
         """End the session: handlers and stream pumps cancelled, every stream ended."""
         self.session.close()
-        for stream in (self.standalone, *self.streams.values()):
+        for stream in (self.standalone, *self.streams.values(), *self.resumable.values()):
             if stream is not None:
                 stream.end()
 

@@ -31,6 +31,7 @@ from .asgi import (
     watch_disconnect,
 )
 from .http_auth import identity_of, principal_of, refused_call, respond_denied
+from .http_drain import refusal
 from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -69,21 +70,25 @@ class LegacySSE:
     async def _stream(self, scope: Scope, send: Send, receive: Receive,
                       principal: Principal | None) -> None:
         app = self.app
+        if app.drain.active:
+            raise refusal()
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
         session = HttpSession(app.new_connection(), sid, app.config.event_store,
                               on_request=app.on_request, on_notification=app.on_notification,
                               owner=identity_of(principal))
-        stream = ResponseStream(session, session.new_stream_id(), standalone=True)
+        stream = ResponseStream(session, session.new_stream_id(), standalone=True,
+                                limit=app.config.max_stream_buffer)
         session.standalone = stream
         self.sessions[sid] = session
         app.session_opened(session)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={sid}"
-        await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await send({"type": "http.response.body", "more_body": True,
-                    "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
+        sender = app.stalls.guard(send, receive)
+        await sender({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
+        await sender({"type": "http.response.body", "more_body": True,
+                      "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
 
         gone = False
 
@@ -94,11 +99,15 @@ class LegacySSE:
 
         watcher = watch_disconnect(receive, went)
         try:
-            await relay(stream, send, lambda: gone)
+            await relay(stream, sender, lambda: gone)
+            if not gone:  # the session ended (closed, drained), or its reader fell
+                # behind the bound: say so
+                await sender({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
         finally:
             watcher.cancel()
+            app.stalls.release(sender)
             self.sessions.pop(sid, None)
             session.close()
             app.session_ended(session)
@@ -115,8 +124,11 @@ class LegacySSE:
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
         obj: Any = decode_json(body, self.app.config.max_batch)
-        refused = refused_call(self.app.call_guard, principal,
-                               obj if isinstance(obj, list) else [obj])
+        messages = obj if isinstance(obj, list) else [obj]
+        if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                         for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
+        refused = refused_call(self.app.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
             return
