@@ -19,6 +19,7 @@ import anyio
 
 from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH
 from ..protocol.lifecycle import Role
 from ..session import DEFAULT_DRAIN_TIMEOUT, DEFAULT_OUTPUT_BUFFER, ByteStream
 from .audit import AuditHook
@@ -55,7 +56,9 @@ class Server:
     ``name``/``version``/``title``/``description``/``website_url``/``icons`` describe the
     server (``serverInfo``); ``instructions`` tell the model how to use it. ``lifespan`` is
     an async context manager factory entered once per process around serving.
-    ``page_size`` bounds list results (cursors are opaque to clients). ``state_key`` seals
+    ``page_size`` bounds list results (cursors are opaque to clients). ``max_message_size``
+    (4 MiB) bounds a stdio line; ``max_batch`` (100) a JSON-RPC batch, on every transport
+    (docs/limits.md, "Input limits"). ``state_key`` seals
     2026-07-28 ``requestState`` (see ``state_key``); ``cache_ttl_ms``/``cache_scope`` are
     the caching hints stamped on 2026-07-28 results.
 
@@ -95,6 +98,7 @@ class Server:
         lifespan: LifespanFactory | None = None,
         page_size: int = 1000,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_batch: int = DEFAULT_MAX_BATCH,
         state_key: bytes | None = None,
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
@@ -122,6 +126,7 @@ class Server:
         self.info = info
         self.instructions = instructions
         self.max_message_size = max_message_size
+        self.max_batch = max_batch  # messages in a JSON-RPC batch (2025-03-26), -32600 past
         #: Seconds in-flight handlers may finish after a stdio client closed its side (or
         #: SIGTERM arrived) before they are cancelled; answers finished by then are written.
         self.drain_timeout = drain_timeout
@@ -349,7 +354,8 @@ class Server:
     def connection(self) -> Connection:
         """A fresh protocol connection for one client session."""
         conn = Connection(Role.SERVER, info=self.info, capabilities=self.capabilities(),
-                          instructions=self.instructions, max_message_size=self.max_message_size)
+                          instructions=self.instructions,
+                          max_message_size=self.max_message_size, max_batch=self.max_batch)
         conn.cache_ttl_ms = self.cache_ttl_ms
         conn.cache_scope = self.cache_scope
         return conn
@@ -473,7 +479,8 @@ class Server:
             retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
             stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path, drain=drain)
+            legacy_messages_path=legacy_messages_path, drain=drain,
+            max_batch=self.max_batch)
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
         sharing = None
         if store is not None:

@@ -36,14 +36,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..protocol.connection import Connection, RequestReceived
-from ..protocol.errors import (
-    INVALID_REQUEST,
-    PARSE_ERROR,
-)
-from ..protocol.jsonrpc import is_valid_id
+from ..protocol.errors import INVALID_REQUEST
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
@@ -59,11 +54,13 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     error_body,
     headers_of,
     local_path,
     read_body,
     require_asyncio,
+    require_json,
     respond,
     respond_refused,
     respond_withdrawn,
@@ -100,6 +97,7 @@ class HttpConfig:
     sweep_batch: int = 1000  # sessions ended per sweep at most (bounded work per tick)
     max_in_flight: int = 4096  # per session (429 past it)
     max_in_flight_total: int = 65536  # across sessions (503 past it)
+    max_batch: int = DEFAULT_MAX_BATCH  # messages in one batch (400 with -32600 past it)
     retry_ms: int = 1000
     max_stream_buffer: int = MAX_STREAM_BUFFER  # bytes one SSE response may hold unsent
     stall_timeout: float = STALL_TIMEOUT  # seconds a blocked SSE write waits before a cut
@@ -390,21 +388,14 @@ class StreamableHTTPApp:
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send,
                     principal: Principal | None, peer: str | None) -> None:
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: POST bodies must be "
-                               "Content-Type: application/json.")
+        require_json(headers)
         accept = headers.get("accept", "").lower()
         if not (("application/json" in accept or "*/*" in accept)
                 and ("text/event-stream" in accept or "*/*" in accept)):
             raise Refused(406, "Not acceptable: the Accept header must list both "
                                "application/json and text/event-stream.")
         body = await read_body(headers, receive, self.config.max_body, self.body_deadlines)
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
-                          code=PARSE_ERROR) from None
+        obj = decode_json(body, self.config.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
         if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
                                      for m in messages):

@@ -14,9 +14,6 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ..protocol.errors import PARSE_ERROR
 from ..session import Principal
 from .asgi import (
     SSE_HEADERS,
@@ -24,9 +21,11 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     headers_of,
     local_path,
     read_body,
+    require_json,
     respond,
     respond_refused,
     watch_disconnect,
@@ -121,16 +120,10 @@ class LegacySSE:
         if session is None or session.owner != identity_of(principal):
             raise Refused(404, "Session not found: open the SSE stream first and POST to the "
                                "endpoint it announced.")
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: use Content-Type: application/json.")
+        require_json(headers)
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
-        try:
-            obj: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON.",
-                          code=PARSE_ERROR) from None
+        obj: Any = decode_json(body, self.app.config.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
         if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
                                          for m in messages):
