@@ -6,6 +6,8 @@ plus ``echo``, ``add`` and ``sleep``.
     python examples/everything.py --http --sqlite s.db   # ... resumable across restarts
     python examples/everything.py --http --port 3001 --redis redis://127.0.0.1:6379/0
         # one of several instances sharing all state on Redis (behind any balancer)
+    python examples/everything.py --http --drain 3 --log-level INFO
+        # requests in flight get 3 s on SIGTERM (default 10); the drain's log lines shown
 """
 
 from __future__ import annotations
@@ -692,6 +694,10 @@ if __name__ == "__main__":
             server.tasks.store = SQLiteTaskStore(path)  # finished tasks survive it too
         if "--redis" in sys.argv:  # one of several instances sharing all state on Redis
             options["store"] = sys.argv[sys.argv.index("--redis") + 1]
+        if "--drain" in sys.argv:  # seconds requests in flight get on SIGTERM
+            options["drain"] = float(sys.argv[sys.argv.index("--drain") + 1])
+        if "--log-level" in sys.argv:
+            options["log_level"] = sys.argv[sys.argv.index("--log-level") + 1]
         server.run("http", port=port, **options)
     else:
         server.run()

@@ -409,6 +409,8 @@ def test_run_http_serves_until_terminated(tmp_path: Path) -> None:
     (("--port", "8765"), "--host, --port and --path are for --http"),
     (("--http", "--port", "70000"), "--port must be between 0 and 65535"),
     (("--http", "--path", "mcp"), "--path must start with '/'"),
+    (("--drain", "3"), "--drain is for --http"),
+    (("--http", "--drain", "-1"), "--drain must be a number of seconds >= 0"),
 ])
 def test_run_bad_http_options_exit_2(args: tuple[str, ...], message: str) -> None:
     res = mcpkit("run", *args, str(ROOT / "examples" / "notes.py"))

@@ -938,8 +938,10 @@ async def test_slow_client_not_reading_its_stream_does_not_block_others(http) ->
     with LiveServer(srv.asgi_app()) as live:
         slow = await session(http, live)
         other = await session(http, live)
-        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-            "name": "flood", "arguments": {"count": 300}, "_meta": {"progressToken": 1}}})
+        # (its own id: the flood is paced by its reader, so it is still running below)
+        body = orjson.dumps({"jsonrpc": "2.0", "id": "flood", "method": "tools/call",
+                             "params": {"name": "flood", "arguments": {"count": 300},
+                                        "_meta": {"progressToken": 1}}})
         head = (f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{live.port}\r\n"
                 f"Accept: {ACCEPT_BOTH}\r\nContent-Type: application/json\r\n"
                 f"Mcp-Session-Id: {slow.session_id}\r\nMcp-Protocol-Version: {LATEST}\r\n"

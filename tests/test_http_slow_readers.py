@@ -217,3 +217,68 @@ async def test_an_unread_listen_stream_is_bounded(served: Served) -> None:
         assert served.live.call(lambda: not served.app.stalls.writers)
     finally:
         sock.close()
+
+
+def flood_server() -> Any:
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).parent / "servers" / "flood.py"
+    spec = importlib.util.spec_from_file_location("_flood_http", path)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.server
+
+
+def test_a_handler_streaming_to_a_slow_reader_is_paced() -> None:
+    """A tool sending 2,000 progress notifications of 1 KB to a client that reads nothing
+    for 2 s: the handler waits (``await ctx.report_progress``) instead of piling them up;
+    what the stream holds stays within the bound; once the client reads, every
+    notification arrives, in order, then the result."""
+    server = flood_server()
+    app = server.asgi_app(max_stream_buffer=LIMIT, stall_timeout=20,
+                          event_store=MemoryEventStore(max_events=20_000,
+                                                       max_bytes=8 * 1024 * 1024))
+    assert isinstance(app, StreamableHTTPApp)
+    live = LiveServer(app)
+    live._sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 16 * 1024)
+    with live:
+        init = orjson.dumps({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-11-25", "capabilities": {},
+            "clientInfo": {"name": "slow", "version": "1"}}})
+        reply = httpx.post(live.url, content=init, headers={
+            "accept": "application/json, text/event-stream",
+            "content-type": "application/json"})
+        sid = reply.headers["mcp-session-id"]
+        headers = {"accept": "application/json, text/event-stream",
+                   "content-type": "application/json", "mcp-session-id": sid,
+                   "mcp-protocol-version": "2025-11-25"}
+        httpx.post(live.url, headers=headers, content=orjson.dumps(
+            {"jsonrpc": "2.0", "method": "notifications/initialized"}))
+        body = orjson.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+            "name": "flood", "arguments": {"count": 2000, "size": 1000},
+            "_meta": {"progressToken": "f"}}})
+        sock = socket.socket()
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        sock.connect(("127.0.0.1", live.port))
+        try:
+            head = "".join(f"{k}: {v}\r\n" for k, v in headers.items())
+            sock.sendall((f"POST /mcp HTTP/1.1\r\nHost: 127.0.0.1:{live.port}\r\n{head}"
+                          f"Content-Length: {len(body)}\r\n\r\n").encode() + body)
+            session = next(iter(app.sessions.values()))
+            peak = 0
+            for _ in range(20):  # 2 s without reading
+                time.sleep(0.1)
+                peak = max(peak, live.call(lambda: sum(
+                    s.unsent() for s in session.streams.values())))
+            assert peak <= LIMIT + 2048, peak  # the bound, plus the message over it
+            assert live.call(lambda: bool(session.streams)), "the handler ran to the end"
+            raw = read_all(sock, timeout=30)
+        finally:
+            sock.close()
+    messages = [m for _, m in events_of(raw)]
+    progress = [m["params"]["progress"] for m in messages if m.get("method")]
+    assert progress == list(range(1, 2001))
+    assert messages[-1]["id"] == 1 and messages[-1]["result"]["content"][0]["text"] == (
+        "sent 2000")

@@ -36,7 +36,8 @@ def keyword_defaults(fn: Any) -> dict[str, Any]:
 # ``principal_key``, the one transport setting a user never gives). ``run`` takes it by
 # name, beside the ``HttpOptions`` it passes through.
 NOT_TRANSPORT = {"auth"}
-SET_BY_THE_SERVER = {"path", "principal_key", "bus"}  # bus: from store=
+# bus: from store=; max_batch: Server(max_batch=), which stdio obeys too
+SET_BY_THE_SERVER = {"path", "principal_key", "bus", "max_batch"}
 
 
 def test_asgi_app_options_are_the_http_config_fields_with_their_defaults() -> None:

@@ -160,3 +160,48 @@ def test_drain_timeout_is_configurable(tmp_path: Path) -> None:
     assert proc.returncode == 0, err
     assert [m["id"] for m in messages] == [1]
     assert took >= 1.5, took
+
+
+def test_sigterm_ends_a_listen_stream_with_its_completion() -> None:
+    """2026-07-28 on stdio: SIGTERM answers an open ``subscriptions/listen`` with its
+    completion result (R26-07.SUB.5: a graceful end, as over HTTP) before the exit; a
+    call in flight still gets the drain. (Closing stdin instead cuts the listen off
+    without a word: the client is the one leaving, test_stateless.py.)"""
+    from tests.support.schemas import WireChecker
+
+    checker = WireChecker("server", "2026-07-28")
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientCapabilities": {},
+            "io.modelcontextprotocol/clientInfo": {"name": "t", "version": "0"}}
+    listen = {"jsonrpc": "2.0", "id": "L", "method": "subscriptions/listen",
+              "params": {"notifications": {"toolsListChanged": True}, "_meta": meta}}
+    call = {**sleep_call(1, 0.3)}
+    call["params"] = {**call["params"], "_meta": meta}
+    proc = start()
+    checker.saw_peer(listen)
+    checker.saw_peer(call)
+    send(proc, listen)
+    assert proc.stdout is not None
+    ack = json.loads(proc.stdout.readline())
+    assert ack["method"] == "notifications/subscriptions/acknowledged", ack
+    send(proc, call)
+    time.sleep(0.1)
+    proc.send_signal(signal.SIGTERM)
+    began = time.monotonic()
+    try:  # stdin left open: the signal, not the end of input, stops the server
+        proc.wait(10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.communicate()
+        raise AssertionError("the server did not exit within 10 s of SIGTERM") from None
+    took = time.monotonic() - began
+    _, messages, err = finish(proc, 10)
+    assert proc.returncode == 0, err
+    for message in messages:
+        checker.check(message)
+    by_id = {m["id"]: m for m in messages}
+    assert by_id["L"]["result"]["resultType"] == "complete"
+    assert by_id["L"]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "L"
+    assert by_id[1]["result"]["isError"] is False  # the call finished within the drain
+    assert took < 5, took
+    assert "Traceback" not in err

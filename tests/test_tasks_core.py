@@ -402,6 +402,9 @@ class _Out:
     def wake(self, now: bool) -> None:
         return None
 
+    def congested(self, related: object) -> None:
+        return None
+
 
 class _Principal:
     def __init__(self, identity: str) -> None:

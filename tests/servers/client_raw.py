@@ -19,6 +19,8 @@ and behaves according to MODE:
     orphan    like normal, but first start a child (in its process group, stdio detached)
               that it leaves behind when it exits; write "child PID" to LOGFILE
     crash     write a few lines to stderr (one not UTF-8) and exit 3 before reading anything
+    deep      like normal, plus a tool "deep" declaring an outputSchema (``a``: a string)
+              whose call answers structuredContent with ``a`` nested 300 levels deep
 """
 
 from __future__ import annotations
@@ -39,6 +41,18 @@ TOOLS = [
     {"name": "slow", "description": "never answers", "inputSchema": {"type": "object"}},
     {"name": "bad", "description": "answers malformed", "inputSchema": {"type": "object"}},
 ]
+
+
+DEEP_TOOL = {"name": "deep", "description": "answers deeply nested structuredContent",
+             "inputSchema": {"type": "object"},
+             "outputSchema": {"type": "object", "properties": {"a": {"type": "string"}}}}
+
+
+def nested(levels: int) -> Any:
+    value: Any = "bottom"
+    for _ in range(levels):
+        value = [value]
+    return value
 
 
 def log(text: str) -> None:
@@ -109,10 +123,13 @@ def main() -> int:
             if MODE == "cursor":
                 result(rid, {"tools": TOOLS[:1], "nextCursor": "same"})
             else:
-                result(rid, {"tools": TOOLS})
+                result(rid, {"tools": TOOLS + ([DEEP_TOOL] if MODE == "deep" else [])})
         elif method == "tools/call":
             if params.get("name") == "slow":
                 slow.add(rid)
+            elif params.get("name") == "deep":
+                result(rid, {"content": [{"type": "text", "text": "deep"}], "isError": False,
+                             "structuredContent": {"a": nested(300)}})
             elif params.get("name") == "bad":
                 result(rid, {"content": [{"type": "hologram", "data": "?"}], "isError": False})
             else:

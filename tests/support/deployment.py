@@ -16,6 +16,7 @@ import signal
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
@@ -27,16 +28,18 @@ from .redis import RedisServer
 
 
 class Deployment:
-    """redis-server (append-only), ``count`` everything servers on it, nginx in front."""
+    """redis-server (append-only), ``count`` everything servers on it (with ``options``
+    added to their command line), nginx in front."""
 
     def __init__(self, stack: ExitStack, directory: Path, count: int = 3,
-                 python: str = sys.executable) -> None:
+                 python: str = sys.executable, options: Sequence[str] = ()) -> None:
         self.redis = stack.enter_context(RedisServer(appendonly=True))
         self.instances: list[Daemon] = []
         for n in range(count):
             port = free_port()
             daemon = Daemon([python, str(EVERYTHING), "--http", "--port", str(port),
-                             "--redis", self.redis.url], port, directory / f"instance{n}.log")
+                             "--redis", self.redis.url, *options], port,
+                            directory / f"instance{n}.log")
             stack.callback(daemon.stop)
             daemon.start()
             self.instances.append(daemon)

@@ -104,7 +104,7 @@ class ProxyServer(Server):
     def connection(self) -> Connection:
         conn = Connection(Role.SERVER, info=self.info, capabilities=self.remote_capabilities,
                           instructions=self.instructions,
-                          max_message_size=self.max_message_size)
+                          max_message_size=self.max_message_size, max_batch=self.max_batch)
         conn.cache_ttl_ms = self.cache_ttl_ms
         conn.cache_scope = self.cache_scope
         return conn

@@ -21,6 +21,8 @@ from typing import Any
 import jsonschema_rs
 import orjson
 
+from ..protocol.nesting import MAX_DEPTH, too_deep
+
 REVISIONS = ("2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25", "2026-07-28")
 
 # Request definitions whose result is not "<name minus Request>Result".
@@ -93,8 +95,13 @@ def has_definition(revision: str, definition: str) -> bool:
 
 
 def _errors(revision: str, definition: str, instance: Any) -> list[str]:
+    validator = _validator(revision, definition)
+    if too_deep(instance):  # jsonschema_rs cannot explain errors that deep: judged whole
+        return [] if validator.is_valid(instance) else [
+            f"{definition}: not valid, and nested more than {MAX_DEPTH} levels deep (the "
+            "problems are not listed)"]
     found = []
-    for err in _validator(revision, definition).iter_errors(instance):
+    for err in validator.iter_errors(instance):
         where = "/".join(str(p) for p in err.instance_path) or "<root>"
         found.append(f"{definition} at {where}: {err.message[:300]}")
         if len(found) >= 5:
@@ -174,6 +181,9 @@ def check_instance(schema: Any, instance: Any) -> list[str] | None:
         validator = jsonschema_rs.validator_for(schema, retriever=_no_fetch)
     except Exception:  # a foreign schema: any compile failure means "cannot judge"
         return None
+    if too_deep(instance):
+        return [] if validator.is_valid(instance) else [
+            f"<root>: not valid, and nested more than {MAX_DEPTH} levels deep"]
     out = []
     for err in validator.iter_errors(instance):
         where = "/".join(str(p) for p in err.instance_path) or "<root>"

@@ -1,7 +1,7 @@
 """The ``mcpkit`` command: run a server, or talk to one from a shell.
 
     mcpkit run FILE[:OBJECT]                       serve a Server object over stdio
-    mcpkit run --http [--host H] [--port N] [--path P] FILE[:OBJECT]
+    mcpkit run --http [--host H] [--port N] [--path P] [--drain S] FILE[:OBJECT]
                                                    ... or over Streamable HTTP
     mcpkit dev FILE[:OBJECT]                       serve on loopback, reload on change
     mcpkit install HOST FILE[:OBJECT]              register it with an MCP host
@@ -60,6 +60,8 @@ def _load_server_or_usage(spec: str) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.http and (args.host or args.port or args.path):
         raise UsageError("--host, --port and --path are for --http; stdio needs none of them")
+    if not args.http and args.drain is not None:
+        raise UsageError(DRAIN_STDIO)
     server = _load_server_or_usage(args.file)
     if args.http:
         if args.path is not None and not args.path.startswith("/"):
@@ -67,10 +69,25 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.port is not None and not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be between 0 and 65535 (got {args.port})")
         server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
-                   else args.port, path=args.path or "/mcp")
+                   else args.port, path=args.path or "/mcp", **drain_option(args))
     else:
         server.run()
     return EXIT_OK
+
+
+DRAIN_HELP = ("with --http: seconds requests in flight get to be answered on SIGTERM or "
+              "SIGINT before they are cut (default 10)")
+DRAIN_STDIO = ("--drain is for --http; over stdio the server's drain_timeout applies "
+               "(Server(drain_timeout=...), 1 s by default)")
+
+
+def drain_option(args: argparse.Namespace) -> dict[str, float]:
+    """``{"drain": seconds}`` for ``Server.run`` from ``--drain`` (none when not given)."""
+    if args.drain is None:
+        return {}
+    if not args.drain >= 0:
+        raise UsageError(f"--drain must be a number of seconds >= 0 (got {args.drain})")
+    return {"drain": args.drain}
 
 
 # ---------------------------------------------------------------------- main
@@ -206,6 +223,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="with --http: port (default 8000)")
     run.add_argument("--path", help="with --http: endpoint path (default /mcp)")
+    run.add_argument("--drain", type=float, metavar="SECONDS", help=DRAIN_HELP)
 
     lst = _client_parser(sub, "list", "list tools, resources, templates or prompts",
                          f"{{tools,resources,templates,prompts}} [options] {TARGET}")

@@ -105,9 +105,10 @@ class DevServer:
 
     def start(self) -> bool:
         """Start a child; True once it listens."""
-        self.child = subprocess.Popen(
+        self.child = subprocess.Popen(  # a drain well within STOP_SECONDS: reloads stay quick
             [self.python, "-m", "mcpkit", "run", "--http", "--host", self.host, "--port",
-             str(self.port), "--path", self.path, self.spec], stdin=subprocess.DEVNULL)
+             str(self.port), "--path", self.path, "--drain", "2", self.spec],
+            stdin=subprocess.DEVNULL)
         return wait_listening(self.host, self.port, self.child)
 
     def reload(self, changed: list[str]) -> None:

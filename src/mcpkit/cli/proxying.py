@@ -1,6 +1,6 @@
 """``mcpkit proxy``: serve a remote MCP server through mcpkit (docs/proxy.md).
 
-    mcpkit proxy --stdio "python server.py" --http [--host H] [--port N] [--path P]
+    mcpkit proxy --stdio "python server.py" --http [--host H] [--port N] [--path P] [--drain S]
         a stdio server served over Streamable HTTP
     mcpkit proxy https://example.com/mcp [--token T | --header "Name: value" ...]
         a remote HTTP server served on stdio, for hosts that only start commands
@@ -29,6 +29,9 @@ def add_parser(sub: Any, auth_args: Callable[[argparse.ArgumentParser], None]) -
     p.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="with --http: port (default 8000)")
     p.add_argument("--path", help="with --http: endpoint path (default /mcp)")
+    p.add_argument("--drain", type=float, metavar="SECONDS", help="with --http: seconds "
+                   "requests in flight get to be answered on SIGTERM or SIGINT before they "
+                   "are cut (default 10)")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds one forwarded request may take (default 300)")
     p.add_argument("--mode", choices=["auto", "stateful", "stateless"], default="auto",
@@ -53,6 +56,10 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         raise usage(f"unexpected arguments: {' '.join(rest)}")
     if not args.http and (args.host or args.port is not None or args.path):
         raise usage("--host, --port and --path are for --http; stdio needs none of them")
+    if not args.http and args.drain is not None:
+        raise usage("--drain is for --http (seconds requests in flight get on SIGTERM)")
+    if args.drain is not None and not args.drain >= 0:
+        raise usage(f"--drain must be a number of seconds >= 0 (got {args.drain})")
     if args.path is not None and not args.path.startswith("/"):
         raise usage(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
     if args.port is not None and not 0 <= args.port <= 65535:
@@ -70,7 +77,8 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         if args.http:
             server.run("http", host=args.host or "127.0.0.1",
                        port=8000 if args.port is None else args.port,
-                       path=args.path or "/mcp")
+                       path=args.path or "/mcp",
+                       **({} if args.drain is None else {"drain": args.drain}))
         else:
             server.run()
     except MCPError as exc:

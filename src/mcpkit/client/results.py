@@ -26,6 +26,7 @@ from ..protocol.errors import (
     ToolError,
 )
 from ..protocol.jsonrpc import JSONObject
+from ..protocol.nesting import MAX_DEPTH, too_deep
 from . import types as t
 
 M = TypeVar("M", bound=BaseModel)
@@ -186,7 +187,12 @@ class OutputSchemas:
             import jsonschema_rs  # loaded with the first tool that declares a schema
 
             validator = self._validators[name] = jsonschema_rs.validator_for(schema)
-        errors = [e.message for e in validator.iter_errors(result.structured_content)]
+        content = result.structured_content
+        if too_deep(content):  # the limit on what a peer sends (jsonschema_rs cannot
+            raise OutputSchemaError(  # describe what is wrong that deep)
+                f"tool {name!r} returned structuredContent nested more than {MAX_DEPTH} "
+                "levels deep, more than this client reads (mcpkit.protocol.nesting)")
+        errors = [e.message[:300] for e in validator.iter_errors(content)]
         if errors:
             raise OutputSchemaError(
                 f"tool {name!r} returned structuredContent that does not match its "

@@ -18,7 +18,7 @@ from __future__ import annotations
 from .errors import ProtocolError
 from .events import Event, Outgoing, ProtocolViolation
 from .framing import DEFAULT_MAX_MESSAGE_SIZE, LineBuffer
-from .jsonrpc import JSONObject, RequestId, encode
+from .jsonrpc import DEFAULT_MAX_BATCH, JSONObject, RequestId, encode
 from .jsonrpc import error as error_msg
 from .lifecycle import Lifecycle, Role, State
 from .record import Record
@@ -100,6 +100,7 @@ class ConnectionBase:
         "instructions",
         "lifecycle",
         "log_level",
+        "max_batch",
         "peer_capabilities",
         "peer_info",
         "peer_instructions",
@@ -118,8 +119,11 @@ class ConnectionBase:
         instructions: str | None = None,
         versions: tuple[str, ...] = STATEFUL_VERSIONS,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         self.role = role
+        #: Messages a peer's batch may hold; a bigger one is refused whole (-32600).
+        self.max_batch = max_batch
         self.info = info
         self.capabilities: JSONObject = capabilities or {}
         self.instructions = instructions
@@ -202,6 +206,11 @@ class ConnectionBase:
             del cancelled[next(iter(cancelled))]
 
     # ------------------------------------------------------------------ output
+
+    @property
+    def queued(self) -> int:
+        """How many messages wait to be taken (``data_to_send``/``messages_to_send``)."""
+        return len(self._outbox)
 
     def data_to_send(self) -> bytes:
         """Drain queued messages as newline-terminated lines (stream transports); a

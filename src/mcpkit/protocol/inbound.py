@@ -46,6 +46,7 @@ from .jsonrpc import (
     Request,
     RequestId,
     Response,
+    batch_too_large,
     decode,
     encode,
     is_valid_id,
@@ -100,6 +101,11 @@ class Receiving(Handshake):
             except ParseError as exc:
                 self._reject(exc, None, events)
                 continue
+            if type(obj) is list and len(obj) > self.max_batch:
+                size = len(obj)
+                del obj  # freed before the refusal allocates: see jsonrpc.loads
+                self._reject(batch_too_large(size, self.max_batch), None, events)
+                continue
             self._receive_obj(obj, events)
         return events
 
@@ -139,6 +145,9 @@ class Receiving(Handshake):
             return
         if not items:
             self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
+            return
+        if len(items) > self.max_batch:
+            self._reject(batch_too_large(len(items), self.max_batch), None, events)
             return
         batch = _Batch(key=_first_request_id(items))
         for item in items:

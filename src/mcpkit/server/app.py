@@ -19,8 +19,9 @@ import anyio
 
 from ..protocol.connection import Connection
 from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH
 from ..protocol.lifecycle import Role
-from ..session import DEFAULT_DRAIN_TIMEOUT, ByteStream
+from ..session import DEFAULT_DRAIN_TIMEOUT, DEFAULT_OUTPUT_BUFFER, ByteStream
 from . import declared
 from .audit import AuditHook
 from .context import Context
@@ -56,7 +57,9 @@ class Server:
     ``name``/``version``/``title``/``description``/``website_url``/``icons`` describe the
     server (``serverInfo``); ``instructions`` tell the model how to use it. ``lifespan`` is
     an async context manager factory entered once per process around serving.
-    ``page_size`` bounds list results (cursors are opaque to clients). ``state_key`` seals
+    ``page_size`` bounds list results (cursors are opaque to clients). ``max_message_size``
+    (4 MiB) bounds a stdio line; ``max_batch`` (100) a JSON-RPC batch, on every transport
+    (docs/limits.md, "Input limits"). ``state_key`` seals
     2026-07-28 ``requestState`` (see ``state_key``); ``cache_ttl_ms``/``cache_scope`` are
     the caching hints stamped on 2026-07-28 results.
 
@@ -96,10 +99,12 @@ class Server:
         lifespan: LifespanFactory | None = None,
         page_size: int = 1000,
         max_message_size: int = DEFAULT_MAX_MESSAGE_SIZE,
+        max_batch: int = DEFAULT_MAX_BATCH,
         state_key: bytes | None = None,
         cache_ttl_ms: int = 0,
         cache_scope: str = "private",
         drain_timeout: float = DEFAULT_DRAIN_TIMEOUT,
+        output_buffer: int = DEFAULT_OUTPUT_BUFFER,
         rate_limit: RateLimit | str | None = None,
         rate_limit_store: BucketStore | None = None,
         audit: AuditHook | None = None,
@@ -122,9 +127,13 @@ class Server:
         self.info = info
         self.instructions = instructions
         self.max_message_size = max_message_size
+        self.max_batch = max_batch  # messages in a JSON-RPC batch (2025-03-26), -32600 past
         #: Seconds in-flight handlers may finish after a stdio client closed its side (or
         #: SIGTERM arrived) before they are cancelled; answers finished by then are written.
         self.drain_timeout = drain_timeout
+        #: Bytes of answers and notifications a stdio client may leave unread before its
+        #: requests are no longer read and handlers that report wait (docs/server.md).
+        self.output_buffer = output_buffer
         self.cache_ttl_ms = cache_ttl_ms
         self.cache_scope = cache_scope
         #: Called with a ``Context`` when a client says its roots changed.
@@ -345,14 +354,11 @@ class Server:
 
     def connection(self) -> Connection:
         """A fresh protocol connection for one client session."""
-        conn = Connection(
-            Role.SERVER,
-            info=self.info,
-            capabilities=self.capabilities(),
-            instructions=self.instructions,
-            max_message_size=self.max_message_size,
-        )
-        conn.cache_ttl_ms, conn.cache_scope = self.cache_ttl_ms, self.cache_scope
+        conn = Connection(Role.SERVER, info=self.info, capabilities=self.capabilities(),
+                          instructions=self.instructions,
+                          max_message_size=self.max_message_size, max_batch=self.max_batch)
+        conn.cache_ttl_ms = self.cache_ttl_ms
+        conn.cache_scope = self.cache_scope
         return conn
 
     def param_headers(self, name: str) -> dict[str, str]:
@@ -388,7 +394,7 @@ class Server:
         """
         async with self.lifespan_scope():
             await serve_stream(stream, self.connection(), self._methods, self._peers,
-                               drain_timeout=self.drain_timeout,
+                               drain_timeout=self.drain_timeout, output_buffer=self.output_buffer,
                                stop_on_signals=stop_on_signals)
 
     async def serve_stdio(self) -> None:
@@ -439,6 +445,7 @@ class Server:
         legacy_sse: bool = True,
         legacy_sse_path: str = "/sse",
         legacy_messages_path: str = "/messages",
+        drain: float = 10.0,
         event_store: EventStore | None = None,
         session_store: SessionStore | None = None,
         store: str | RedisStores | None = None,
@@ -458,39 +465,8 @@ class Server:
           verifier is closed when the app's lifespan ends. Put the app at the host's
           root (the metadata paths are there).
 
-        - ``response_mode``: ``"auto"`` answers a POST as JSON when the response is the
-          first thing its handler produces and as SSE once it sends progress, logs or
-          requests first; ``"json"`` and ``"sse"`` always use one.
-        - ``allowed_hosts``: ``Host`` names served (421 otherwise; ``"*"``: any); None:
-          localhost names, any port. ``allowed_origins``: ``Origin`` values accepted (403
-          otherwise; ``"*"``: any); None: http(s) origins on localhost. ``trusted_proxies``
-          (none): client IPs whose ``X-Forwarded-Host``/``Forwarded`` host is believed.
-        - ``max_body`` (4 MiB): bytes of a POST body (413); ``body_timeout`` (30) to read it.
-        - ``max_sessions`` (10,000): open sessions (503 to a new one).
-          ``session_idle_timeout`` (3600): seconds without a request before a session
-          ends (then 404); ``sweep_interval`` (1) between sweeps, ``sweep_batch`` (1000).
-        - ``max_in_flight`` (4096) per session (429), ``max_in_flight_total`` (65,536)
-          in all (503): requests being answered. ``retry_ms`` (1000): SSE ``retry``.
-          ``max_stream_buffer`` (1 MiB): bytes an SSE response holds for a slow reader
-          (handlers are paced past a quarter; past all, the response ends and the client
-          resumes); ``stall_timeout`` (30): seconds a blocked write waits before a cut.
-        - ``enable_get`` (True): serve the GET stream (405 when False); ``allow_delete``
-          (True): clients may end their session with DELETE.
-        - ``legacy_sse`` (True): also serve 2024-11-05 HTTP+SSE clients (at
-          ``legacy_sse_path``, "/sse", and ``legacy_messages_path``, "/messages").
-        - ``event_store``: where SSE events wait for a client that resumes (an
-          ``EventStore``; None: in memory); ``SQLiteEventStore`` survives a restart.
-        - ``session_store``: session records a restarted server takes back (a
-          ``SessionStore``); None: kept nowhere. A store that is also a ``SharedSecret``
-          (``SQLiteSessionStore``) gives the ``state_key``, unless one was given.
-        - ``store``: run as one of several instances sharing all their state, on Redis
-          (``"redis://host:port/db"`` or ``RedisStores``; the ``mcpkit[redis]`` extra):
-          session records, SSE event logs, the ``requestState`` key, rate-limit buckets
-          (unless ``Server(rate_limit_store=...)`` was given), task records (unless
-          ``Server(task_store=...)`` was given; docs/tasks.md), and delivery between
-          instances; ``event_store``/``session_store`` given too win over its own. Any
-          instance then serves any request of any session (docs/deployment.md). Redis
-          unreachable: 503 with ``Retry-After`` to the requests that need it.
+        The other options, each with its default, are documented in
+        ``mcpkit.server.serving.HttpOptions`` (and docs/http.md).
         """
         from ..transports.http_server import HttpConfig, StreamableHTTPApp
 
@@ -504,8 +480,8 @@ class Server:
             retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
             stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
             legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path,
-        )
+            legacy_messages_path=legacy_messages_path, drain=drain,
+            max_batch=self.max_batch)
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
         sharing = None
         if store is not None:

@@ -25,6 +25,11 @@ JSON = dict[str, Any]
 
 MAX_PROBLEMS = 10
 _MAX_LISTED = 8  # properties / enum values / branches named in one description
+MAX_QUOTED = 240
+"""Characters of one problem's message kept: a validator quotes the refused value whole
+(a 100,000-item array made a 589 KB message), so a longer one keeps its start and its
+end (what was wrong) and says how much was left out."""
+_MAX_KEY = 60  # characters of one key or index named in a path
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,8 +43,18 @@ class Problem:
 
 
 def where(path: Sequence[str | int], top: str = "arguments") -> str:
-    """``bookmark/tags/0``; ``top`` for the object itself."""
-    return "/".join(str(p) for p in path) or top
+    """``bookmark/tags/0``; ``top`` for the object itself. A key longer than 60
+    characters is cut (a peer chooses them)."""
+    return "/".join(bounded(str(p), _MAX_KEY) for p in path) or top
+
+
+def bounded(text: str, limit: int = MAX_QUOTED) -> str:
+    """``text``, or its first and last characters around a note of what was left out
+    when it is longer than ``limit``."""
+    if len(text) <= limit:
+        return text
+    head, tail = limit * 3 // 5, limit // 3
+    return f"{text[:head]}…({len(text) - head - tail:,} characters left out)…{text[-tail:]}"
 
 
 def resolve_ref(root: JSON, schema: Any, depth: int = 0) -> Any:
@@ -203,14 +218,16 @@ def _json(value: Any) -> str:
 
 def schema_problems(root: JSON, errors: Iterable[Any], limit: int = MAX_PROBLEMS) -> list[Problem]:
     """Problems from ``jsonschema_rs`` validation errors (``instance_path``,
-    ``schema_path``, ``message``)."""
+    ``schema_path``, ``message``); an empty ``schema_path`` (``validation.DepthError``)
+    is judged by the schema at the instance path."""
     out: list[Problem] = []
     for err in errors:
         path = tuple(err.instance_path)
-        schema = at_schema_path(root, tuple(err.schema_path))
+        schema_path = tuple(err.schema_path)
+        schema = at_schema_path(root, schema_path) if schema_path else None
         if schema is None:
             schema = at_instance_path(root, path)
-        out.append(Problem(path, err.message, schema))
+        out.append(Problem(path, bounded(err.message), schema))
         if len(out) >= limit:
             break
     return out
@@ -225,7 +242,7 @@ def pydantic_problems(root: JSON, under: tuple[str | int, ...], exc: Any,
     out: list[Problem] = []
     for err in exc.errors(include_url=False, include_input=False)[:limit]:
         path = (*under, *(p for p in err.get("loc", ()) if isinstance(p, (str, int))))
-        out.append(Problem(path, str(err.get("msg") or "invalid value"),
+        out.append(Problem(path, bounded(str(err.get("msg") or "invalid value")),
                            at_instance_path(root, path)))
     return out
 

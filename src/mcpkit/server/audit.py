@@ -122,6 +122,15 @@ class AuditLog:
 
     def __call__(self, record: AuditRecord) -> None:
         if self.logger.isEnabledFor(self.level):
-            line = orjson.dumps(record.as_dict(), option=orjson.OPT_SORT_KEYS,
-                                default=repr).decode()
-            self.logger.log(self.level, line)
+            self.logger.log(self.level, json_line(record.as_dict(), "arguments"))
+
+
+def json_line(fields: dict[str, Any], peer_value: str) -> str:
+    """``fields`` as one line of JSON (keys sorted, unknown types by ``repr``); when
+    ``fields[peer_value]``, a value the peer sent, nests deeper than orjson writes (the
+    request is refused for it; see ``protocol.nesting``), a note stands in its place."""
+    try:
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=repr).decode()
+    except TypeError:
+        fields = {**fields, peer_value: "(not written: nested too deeply)"}
+        return orjson.dumps(fields, option=orjson.OPT_SORT_KEYS, default=repr).decode()

@@ -23,10 +23,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Final
 
-import orjson
-
 from ..protocol.errors import InternalError, ProtocolError
 from ..protocol.jsonrpc import JSONObject
+from .audit import json_line
 from .middleware import LIST_METHODS, CallNext, Middleware, NotifyNext, Request
 
 if TYPE_CHECKING:
@@ -99,8 +98,7 @@ class RequestLog(Middleware):
             line["code"] = code
         if self.params:
             line["params"] = request.params
-        self.logger.log(self.level, orjson.dumps(line, option=orjson.OPT_SORT_KEYS,
-                                                 default=repr).decode())
+        self.logger.log(self.level, json_line(line, "params"))
 
 
 class ErrorMapping(Middleware):

@@ -172,23 +172,35 @@ class Context:
     async def report_progress(
         self, progress: float, total: float | None = None, message: str | None = None
     ) -> None:
-        """Send progress if the client asked for it; non-increasing values are dropped."""
+        """Send progress if the client asked for it; non-increasing values are dropped.
+        Returns once the way to the client has room (a client that reads slower than
+        the handler reports paces it; see docs/server.md)."""
         if self.task is not None:
-            self.task.progress(progress, total, message)
-        elif self.request_id is not None:
-            self._session.progress(self.request_id, progress, total, message)
+            waiting = self.task.progress(progress, total, message)
+        elif self.request_id is not None and self._session.progress(
+                self.request_id, progress, total, message):
+            waiting = self._session.congested(self.request_id)
+        else:
+            return
+        if waiting is not None:
+            await waiting
 
     async def log(self, level: LogLevel, data: Any, logger: str | None = None) -> None:
         """Send a log message to the client if ``level`` passes the one it asked for
         (``logging/setLevel`` on a session; a stateless request's ``_meta`` log level,
         and nothing when it names none).
 
-        Never put secrets, credentials or personal data in ``data``.
+        Never put secrets, credentials or personal data in ``data``. Paced like
+        ``report_progress``.
         """
         if self.task is not None:
-            self.task.log(level, data, logger)
+            waiting = self.task.log(level, data, logger)
+        elif self._session.log(level, data, logger, self.request_id):
+            waiting = self._session.congested(self.request_id)
         else:
-            self._session.log(level, data, logger, self.request_id)
+            return
+        if waiting is not None:
+            await waiting
 
     async def debug(self, data: Any, logger: str | None = None) -> None:
         await self.log("debug", data, logger)

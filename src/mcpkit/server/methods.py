@@ -290,6 +290,9 @@ class Methods:
         completer, context_param = found
         context = params.get("context")
         ctx_args = context.get("arguments") if isinstance(context, dict) else None
+        if isinstance(ctx_args, dict) and not all(isinstance(v, str) for v in ctx_args.values()):
+            raise InvalidParams("Invalid params: 'context.arguments' maps argument names to "
+                                "their string values; send strings only.")
         extra = {} if context_param is None else {
             context_param: self._context(session, event)}
         return _complete(completer, value, ctx_args if isinstance(ctx_args, dict) else {},

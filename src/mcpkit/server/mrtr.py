@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.connection import RequestReceived
 from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONObject
+from ..protocol.nesting import TOO_DEEP, too_deep
 from ..protocol.stateless import open_state, seal_state
 from ..session import HandlerResult, Principal
 
@@ -65,6 +66,13 @@ def check_answer(key: str, method: str, answer: JSONObject) -> None:
             + (f" with {', '.join(missing)}" if missing else "")
             + (" ('action' is accept, decline or cancel)" if bad_action else "")
             + (" ('roots' is a list)" if bad_roots and not missing else "") + ".")
+
+
+def check_depth(key: str, answer: Any) -> None:
+    """Refuse an input response nested past ``MAX_DEPTH`` (it would be sealed into a
+    ``requestState``, relayed or validated: see ``protocol.nesting``)."""
+    if too_deep(answer):
+        raise InvalidParams(f"Invalid params: inputResponses[{key!r}] is {TOO_DEEP}.")
 
 
 class StateSeal:
@@ -128,6 +136,7 @@ class StateSeal:
                         f"Invalid params: inputResponses[{key!r}] must be a result object "
                         "(an ElicitResult, CreateMessageResult or ListRootsResult), got "
                         f"{type(value).__name__}.")
+                check_depth(key, value)
             answers.update(responses)
         return answers
 

@@ -13,6 +13,7 @@ from typing import Any
 from ..protocol.errors import InvalidParams
 from ..protocol.scopes import check_scopes
 from . import declared
+from .arg_errors import bounded
 from .content import to_blocks
 from .context import Context
 from .declared import ObjectLike
@@ -88,13 +89,13 @@ class Prompt:
         unknown = sorted(set(arguments) - self.names)
         if unknown:
             raise InvalidParams(
-                f"Invalid params: prompt '{self.name}' has no argument(s) {', '.join(unknown)}. "
+                f"Invalid params: prompt '{self.name}' has no argument(s) {_keys(unknown)}. "
                 f"Arguments: {valid}."
             )
         bad = sorted(k for k, v in arguments.items() if not isinstance(v, str))
         if bad:
             raise InvalidParams(
-                f"Invalid params: prompt arguments are strings; {', '.join(bad)} is not."
+                f"Invalid params: prompt arguments are strings; {_keys(bad)} is not."
             )
         return arguments
 
@@ -105,6 +106,12 @@ class Prompt:
             result["description"] = self.description
         result["messages"] = to_messages(value)
         return result
+
+
+def _keys(names: list[str]) -> str:
+    """Names a peer sent, for an error: the first 8, each cut at 60 characters."""
+    more = f" and {len(names) - 8} more" if len(names) > 8 else ""
+    return ", ".join(bounded(n, 60) for n in names[:8]) + more
 
 
 def to_messages(value: Any) -> list[JSON]:

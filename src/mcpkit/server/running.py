@@ -12,10 +12,20 @@ request line (slowloris) holds the connection forever. ``with_header_timeout`` c
 connection whose request headers are not complete within ``header_timeout`` seconds of
 its first byte (or of the connection); bodies have their own deadline in the app
 (``HttpConfig.body_timeout``).
+
+SIGTERM/SIGINT drain the app (``transports.http_drain``) inside uvicorn's shutdown, which
+alone would wait for every connection to close (an open GET stream: forever), then for
+its tasks, and only then run the ASGI lifespan's shutdown. ``draining_server`` stops
+accepting and closes idle connections first (uvicorn's first steps), then runs the drain
+(GET and listen streams ended, requests in flight answered or cut at its deadline), gives
+the responses ``SETTLE`` seconds to be written, aborts the connections of clients that
+do not read them, and only then lets uvicorn finish (lifespan shutdown, exit 0). A second
+signal cuts at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import importlib.util
 import signal
 import socket
@@ -67,6 +77,12 @@ def _bind(host: str, port: int) -> socket.socket:
 
 HEADER_TIMEOUT = 10.0
 """Seconds a connection may take to send a request's headers before it is closed."""
+SETTLE = 2.0
+"""Seconds after the drain for the last responses to be written before the connections
+still open (clients that stopped reading) are aborted."""
+LAST_RESORT = 5
+"""uvicorn's own bound after that (``timeout_graceful_shutdown``): not reached unless a
+task of the app ignores everything above."""
 
 
 def with_header_timeout(protocol: type[Any], timeout: float) -> type[Any]:
@@ -128,11 +144,52 @@ def protocol_class(parser: str, header_timeout: float) -> type[Any]:
     return with_header_timeout(base, header_timeout)
 
 
+def draining_server(config: Any, drain: Any) -> Any:
+    """A ``uvicorn.Server`` for ``config`` whose shutdown runs ``drain`` (a
+    ``transports.http_drain.Drain``; None: uvicorn's own shutdown) as the module
+    docstring says."""
+    import uvicorn
+
+    class DrainingServer(uvicorn.Server):
+        _loop: asyncio.AbstractEventLoop | None = None
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            self._loop = asyncio.get_running_loop()
+            await super().startup(sockets=sockets)
+
+        def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+            if self.should_exit and self._loop is not None:  # the second signal: cut now
+                self._loop.call_soon_threadsafe(drain.cut)
+            super().handle_exit(sig, frame)
+
+        async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+            for server in self.servers:  # stop accepting
+                server.close()
+            for connection in list(self.server_state.connections):
+                connection.shutdown()  # idle: closed now; busy: once its response is sent
+            captured = self._captured_signals
+            await drain.run(signal.Signals(captured[0]).name if captured else "shutdown")
+            state = self.server_state
+            for _ in range(int(SETTLE / 0.05)):  # the last responses being written
+                if not (state.tasks or state.connections):
+                    break
+                await asyncio.sleep(0.05)
+            for connection in list(state.connections):  # clients that do not read
+                transport = getattr(connection, "transport", None)
+                if transport is not None:
+                    transport.abort()
+            await super().shutdown(sockets=sockets)
+
+    return uvicorn.Server(config) if drain is None else DrainingServer(config)
+
+
 def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
              http: str = "auto", loop: str = "auto",
              header_timeout: float = HEADER_TIMEOUT) -> None:
     """Serve ``app`` with uvicorn until SIGINT/SIGTERM (a graceful shutdown, exit 0).
-    ``header_timeout``: seconds a client may take to send a request's headers.
+    ``header_timeout``: seconds a client may take to send a request's headers. The
+    endpoint (``app``, or the app an auth middleware wraps) is drained on the way out
+    (see the module docstring).
 
     uvicorn's own proxy-header handling is off: the app's ``trusted_proxies`` is the one
     place that decides whose ``Forwarded``/``X-Forwarded-*`` headers are believed (for
@@ -146,8 +203,11 @@ def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str =
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     config = uvicorn.Config(app, log_level="warning", access_log=False, lifespan="on",
                             http=protocol_class(parser, header_timeout), loop=loop_impl,
-                            proxy_headers=False)
-    server = uvicorn.Server(config)
+                            proxy_headers=False, timeout_graceful_shutdown=LAST_RESORT)
+    drain = getattr(app, "drain", None) or getattr(getattr(app, "app", None), "drain", None)
+    if drain is not None:
+        drain.managed = True  # ordered here, not by signal handlers of its own
+    server = draining_server(config, drain)
     sys.stderr.write(f"mcpkit: serving MCP over Streamable HTTP at "
                      f"http://{shown}:{bound_port}{path} (uvicorn, {parser}, {loop_impl})\n")
     sys.stderr.flush()

@@ -13,7 +13,9 @@ stays on the plain path untouched.
   except for a ``required`` tool: -32021 naming the extension.
 
 A task is bound to its owner: the principal's identity when the request was
-authenticated, and on a stateful session that session too (``owner_of``). The handler
+authenticated, and on a stateful session that session too (``owner_of``); it counts
+against its owner's ``max_tasks``, an unauthenticated stateless caller's against its
+address's (``quota_of``). The handler
 runs apart from the request, with the same ``Context`` (its ``task`` set); what it returns
 or raises ends the task: a result (tool errors included), or a JSON-RPC error.
 """
@@ -70,6 +72,17 @@ def owner_of(session: Session, stateless: bool) -> str:
     return f"{who}\n{where}"
 
 
+def quota_of(session: Session, owner: str) -> str:
+    """Whose share of ``max_tasks`` a new task takes: its owner's, except that
+    unauthenticated stateless callers, who share one owner (anyone holding a task's id
+    may read it), are told apart by their address (``Session.peer``, as the rate limits
+    key them), so one client cannot take every slot. Without an address (stdio, in
+    memory) they share one."""
+    if owner == "\n" and session.peer is not None:
+        return "\n@" + session.peer
+    return owner
+
+
 class TaskCalls:
     """Runs task tools' calls (see the module docstring)."""
 
@@ -116,7 +129,8 @@ class TaskCalls:
                  arguments: JSONObject, ctx: Context, form: WireForm,
                  ttl: int | None) -> HandlerResult:
         owner = owner_of(session, event.meta is not None)
-        if self.manager.full(owner):
+        quota = quota_of(session, owner)
+        if self.manager.full(quota):
             return error_result(
                 f"Too many tasks are running for this caller (the limit is "
                 f"{self.manager.max_live}); wait for some to finish or cancel them with "
@@ -124,18 +138,18 @@ class TaskCalls:
         token = ctx.progress_token if form is CORE else None
         if tool.task_start == "explicit":
             return self._seal.run(event, ctx, self._explicit(session, tool, arguments, ctx,
-                                                             form, owner, token))
+                                                             form, (owner, quota), token))
         run = self.manager.create_now(owner, form, "tools/call", ttl,
-                                      _notified(session, form), token)
+                                      _notified(session, form), token, quota)
         if run is not None:  # answered inline: no task of its own for the request
             return self._begin(run, tool, arguments, ctx)
-        return self._eager(session, tool, arguments, ctx, form, owner, ttl, token)
+        return self._eager(session, tool, arguments, ctx, form, (owner, quota), ttl, token)
 
     async def _eager(self, session: Session, tool: Tool, arguments: JSONObject, ctx: Context,
-                     form: WireForm, owner: str, ttl: int | None,
+                     form: WireForm, whose: tuple[str, str], ttl: int | None,
                      token: str | int | None) -> JSONObject:
-        run = await self.manager.create(owner, form, "tools/call", ttl, _notified(session,
-                                                                                  form), token)
+        run = await self.manager.create(whose[0], form, "tools/call", ttl,
+                                        _notified(session, form), token, whose[1])
         return self._begin(run, tool, arguments, ctx)
 
     def _begin(self, run: TaskRun, tool: Tool, arguments: JSONObject, ctx: Context
@@ -146,7 +160,7 @@ class TaskCalls:
         return create_result(self.manager.view(run.record, run.form), run.form)
 
     async def _explicit(self, session: Session, tool: Tool, arguments: JSONObject,
-                        ctx: Context, form: WireForm, owner: str,
+                        ctx: Context, form: WireForm, whose: tuple[str, str],
                         token: str | int | None) -> JSONObject:
         """Run the handler apart from the request at once; the request is answered by
         whatever comes first: ``ctx.start_task()`` (the task), or the handler's own end
@@ -154,8 +168,8 @@ class TaskCalls:
         answer = _Answer()
 
         async def start(ctx: Context) -> None:
-            run = await self.manager.create(owner, form, "tools/call", None,
-                                            _notified(session, form), token)
+            run = await self.manager.create(whose[0], form, "tools/call", None,
+                                            _notified(session, form), token, whose[1])
             ctx.task = run
             self.manager.adopt(run, handle)
             if not answer.done():

@@ -40,6 +40,7 @@ from ..protocol.tasks import (
 )
 from ..session import HandlerResult, Session
 from ..storage.tasks import TaskRecord, decode_cursor, encode_cursor
+from .mrtr import check_depth
 from .task_calls import owner_of
 from .task_relay import NO_REPLY, ReplayedError
 from .task_runs import TaskManager, TaskRun, record_error
@@ -218,6 +219,8 @@ class TaskMethods:
         if not isinstance(responses, dict):
             raise InvalidParams("Invalid params: tasks/update needs 'inputResponses' (an "
                                 "object mapping each input request key to its result).")
+        for key, value in responses.items():  # before it is relayed or checked
+            check_depth(key, value)
         return self._update(session, event, form, responses)
 
     async def _update(self, session: Session, event: RequestReceived, form: WireForm,

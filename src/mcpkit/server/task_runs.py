@@ -26,7 +26,7 @@ import contextvars
 import logging
 import sys
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 import anyio
@@ -135,6 +135,7 @@ class TaskRun:
         self.form = form
         self.session = session  # 2025-11-25: where status, progress and logs go
         self.progress_token = progress_token
+        self.quota = record.owner  # whose max_live it counts against (quota_of)
         self.handle: Handle | None = None
         self.done = anyio.Event()
         self.inputs: dict[str, _Input] = {}  # 2026-07-28: outstanding input requests
@@ -235,14 +236,16 @@ class TaskRun:
 
     # ------------------------------------------------------------------ progress, logs
 
-    def progress(self, progress: float, total: float | None, message: str | None) -> None:
-        """R25-11.PROG.2: the original token until the task is terminal, then nothing."""
+    def progress(self, progress: float, total: float | None, message: str | None
+                 ) -> Awaitable[None] | None:
+        """R25-11.PROG.2: the original token until the task is terminal, then nothing.
+        Returns what to await before producing more (``Session.congested``), if any."""
         session = self.session
         if (self.progress_token is None or session is None or session.closed
                 or is_terminal(self.record.status)):
-            return
+            return None
         if self._last_progress is not None and not progress > self._last_progress:
-            return
+            return None
         self._last_progress = progress
         params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -250,17 +253,20 @@ class TaskRun:
         if message is not None:
             params["message"] = message
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/progress", params)
+        return session.congested(None) if session.notify("notifications/progress",
+                                                         params) else None
 
-    def log(self, level: str, data: Any, logger: str | None) -> None:
+    def log(self, level: str, data: Any, logger: str | None) -> Awaitable[None] | None:
+        """A log message of the task's handler (see ``progress``)."""
         session = self.session
         if session is None or session.closed or not session.conn.wants_log(level):
-            return
+            return None
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
         params["_meta"] = related_meta(self.task_id)
-        session.notify("notifications/message", params)
+        return session.congested(None) if session.notify("notifications/message",
+                                                         params) else None
 
 
 class TaskManager:
@@ -305,24 +311,28 @@ class TaskManager:
         return self.default_ttl_ms if requested is None else max(
             1, min(requested, self.max_ttl_ms))
 
-    def full(self, owner: str) -> bool:
-        return self._live.get(owner, 0) >= self.max_live
+    def full(self, quota: str) -> bool:
+        """Whether ``quota`` (an owner, or the address of an unauthenticated stateless
+        caller) has ``max_live`` tasks not yet terminal."""
+        return self._live.get(quota, 0) >= self.max_live
 
     async def create(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
-                     session: Session | None, progress_token: str | int | None) -> TaskRun:
-        """A new ``working`` task, durably stored before this returns (SEP-2663)."""
+                     session: Session | None, progress_token: str | int | None,
+                     quota: str | None = None) -> TaskRun:
+        """A new ``working`` task, durably stored before this returns (SEP-2663);
+        ``quota``: whose ``max_live`` it counts against (None: its owner's)."""
         await self._start()
         now = time.time()
         if now >= self._next_sweep:
             self._next_sweep = now + 1.0
             await self.sweep(now)
-        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now, quota)
         await outlast(lambda: self.store.put(run.record))  # a shared store: waited for
         return run
 
     def create_now(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
-                   session: Session | None, progress_token: str | int | None
-                   ) -> TaskRun | None:
+                   session: Session | None, progress_token: str | int | None,
+                   quota: str | None = None) -> TaskRun | None:
         """``create`` without waiting, when nothing needs an await (the store keeps its
         records in memory, no sweep is due): the call is then answered inline. None:
         use ``create``."""
@@ -331,19 +341,20 @@ class TaskManager:
         if not self._ready or now >= self._next_sweep or not isinstance(store,
                                                                        MemoryTaskStore):
             return None
-        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now)
+        run = self._new_run(owner, form, method, ttl_ms, session, progress_token, now, quota)
         store.keep(run.record)
         return run
 
     def _new_run(self, owner: str, form: WireForm, method: str, ttl_ms: int | None,
-                 session: Session | None, progress_token: str | int | None, now: float
-                 ) -> TaskRun:
+                 session: Session | None, progress_token: str | int | None, now: float,
+                 quota: str | None) -> TaskRun:
         record = TaskRecord(new_task_id(), owner, "ext" if form.extension
                             else "core", method, "working", now, now, self.ttl(ttl_ms),
                             self.poll_ms)
         run = TaskRun(self, record, form, session, progress_token)
+        run.quota = owner if quota is None else quota
         self.runs[record.task_id] = run
-        self._live[owner] = self._live.get(owner, 0) + 1
+        self._live[run.quota] = self._live.get(run.quota, 0) + 1
         return run
 
     def start(self, run: TaskRun, work: Coroutine[Any, Any, None]) -> None:
@@ -414,12 +425,12 @@ class TaskManager:
                 await self.store.put(run.record)
 
     def _finish(self, run: TaskRun) -> None:
-        owner = run.record.owner
-        left = self._live.get(owner, 1) - 1
+        quota = run.quota
+        left = self._live.get(quota, 1) - 1
         if left > 0:
-            self._live[owner] = left
+            self._live[quota] = left
         else:
-            self._live.pop(owner, None)
+            self._live.pop(quota, None)
         for pending in run.inputs.values():
             pending.done.set()  # (their handler is being cancelled or has finished)
 

@@ -117,7 +117,8 @@ class Tool:
             self.output_schema, self.wrapped, self._out_adapter = output_schema(
                 self.spec.return_hint)
         self.output_validator = (
-            SchemaValidator(self.output_schema) if self.output_schema is not None else None
+            SchemaValidator(self.output_schema, peer=False)
+            if self.output_schema is not None else None
         )
         self.title = title
         self.annotations = declared.annotations_object(annotations, tool=True)

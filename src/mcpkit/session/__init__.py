@@ -19,11 +19,12 @@ from .interfaces import (
     ProgressCallback,
     RequestHandler,
 )
-from .pump import BytePump, ByteStream
+from .pump import DEFAULT_OUTPUT_BUFFER, BytePump, ByteStream
 from .telemetry import Telemetry
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
+    "DEFAULT_OUTPUT_BUFFER",
     "ENDLESS_METHODS",
     "BytePump",
     "ByteStream",

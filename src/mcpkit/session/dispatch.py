@@ -19,7 +19,7 @@ import inspect
 import logging
 import math
 import threading
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -47,6 +47,7 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.record import Record
+from ..protocol.stateless import SUBSCRIPTION_ID
 from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
@@ -90,8 +91,8 @@ class Session:
         "__weakref__", "_asyncio_loop", "_closed", "_coros", "_endless", "_feeding",
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
-        "_tg", "_waiters", "conn", "drain_timeout", "handshake_cause", "handshake_error",
-        "key", "peer", "principal", "pump", "state", "telemetry",
+        "_tg", "_waiters", "congested", "conn", "drain_timeout", "handshake_cause",
+        "handshake_error", "key", "peer", "principal", "pump", "state", "telemetry",
     )
 
     def __init__(
@@ -149,6 +150,9 @@ class Session:
         if output is None:
             raise TypeError("Session needs a byte stream or an output")
         self._output: Output = output
+        #: ``Output.congested``, bound once (checking costs one call).
+        self.congested: Callable[[RequestId | None], Awaitable[None] | None] = \
+            output.congested
 
     @property
     def started(self) -> anyio.Event:
@@ -231,8 +235,7 @@ class Session:
         return True
 
     @property
-    def in_flight(self) -> int:
-        """How many inbound requests are being handled."""
+    def in_flight(self) -> int:  # inbound requests being handled
         return len(self._handles)
 
     def is_handling(self, rid: RequestId) -> bool:
@@ -270,11 +273,14 @@ class Session:
         for task in list(self._tasks or ()):
             task.cancel()
 
-    async def drain(self) -> None:
+    async def drain(self, stopped: bool = False) -> None:
         """At end of input, let running handlers finish (up to ``drain_timeout``); endless
-        requests (a ``subscriptions/listen`` stream) end now."""
+        requests (``subscriptions/listen``) end now, with their completion result when
+        ``stopped`` (SIGTERM: R26-07.SUB.5)."""
         for rid in [r for r in self._endless if r in self._handles]:
             self._cancel(rid, self._handles.pop(rid))
+            if stopped:
+                self.conn.send_result(rid, {"_meta": {SUBSCRIPTION_ID: rid}})
         self._endless.clear()
         if not self._handles:
             return

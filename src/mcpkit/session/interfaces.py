@@ -11,7 +11,7 @@ from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ..protocol.events import NotificationReceived, RequestReceived
-from ..protocol.jsonrpc import JSONObject
+from ..protocol.jsonrpc import JSONObject, RequestId
 
 if TYPE_CHECKING:
     from .dispatch import Session
@@ -30,13 +30,25 @@ Short on purpose: MCP clients wait about 2 s after closing stdin before they SIG
 
 
 class Output(Protocol):
-    """Where a session's outgoing messages go (a byte pump, or HTTP response streams)."""
+    """Where a session's outgoing messages go (a byte pump, or HTTP response streams),
+    and how fast they may be produced."""
 
     def wake(self, now: bool) -> None:
         """Messages are queued in ``session.conn``: take them soon, without blocking.
 
         ``now``: the last running handler just finished, so nothing else will add to them
         in this turn of the event loop; an output that coalesces writes may write at once.
+        """
+
+    def congested(self, related: RequestId | None) -> Awaitable[None] | None:
+        """None when the way to the peer for messages of ``related`` (the inbound request
+        they belong to; None: the session's own) has room: the common case, and then this
+        call is all it costs. Otherwise an awaitable that completes once there is room
+        again, or once waiting became pointless (the stream or the session ended).
+
+        A handler awaits it after queuing a message (``Context.report_progress``,
+        ``Context.log``), so one that produces faster than the peer reads is paced
+        instead of buffered without limit.
         """
 
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import orjson
 
-from ..protocol.errors import INVALID_REQUEST
+from ..protocol.errors import INVALID_REQUEST, PARSE_ERROR
+from ..protocol.jsonrpc import batch_too_large, loads, unreadable
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict[str, Any]]]
@@ -188,10 +189,11 @@ def _forwarded_node(value: str) -> str:
 
 
 class _Read:
-    __slots__ = ("deadline", "expired", "task")
+    __slots__ = ("deadline", "expired", "refusal", "task")
 
     def __init__(self, deadline: float, task: Any) -> None:
         self.deadline, self.task, self.expired = deadline, task, False
+        self.refusal: Callable[[], Refused] | None = None  # None: the 408 of a late body
 
 
 class ReadDeadlines:
@@ -225,6 +227,13 @@ class ReadDeadlines:
             read.expired = True
             if read.task is not None:
                 read.task.cancel()
+
+    def expire(self, refusal: Callable[[], Refused]) -> None:
+        """Fail every read in progress now, each with ``refusal()`` (a server draining:
+        a body still arriving is not waited for)."""
+        for read in self._reads:
+            read.refusal = refusal
+        self.sweep(float("inf"))
 
 
 async def read_body(headers: dict[str, str], receive: Receive, limit: int,
@@ -260,11 +269,48 @@ async def read_body(headers: dict[str, str], receive: Receive, limit: int,
         if not read.expired:
             raise
         read.task.uncancel()
+        if read.refusal is not None:
+            raise read.refusal() from None
         raise Refused(408, f"Request timeout: the body did not arrive within "
                            f"{deadlines.timeout:g} seconds; send it without pausing.",
                       headers=[(b"connection", b"close")]) from None
     finally:
         deadlines.stop(read)
+
+
+def require_json(headers: dict[str, str]) -> None:
+    """415 unless the body is declared ``application/json``, with no ``charset`` or
+    ``charset=utf-8`` (any case, quoted or not): JSON exchanged between systems is UTF-8
+    (RFC 8259 §8.1), and a body declared in another charset would be read as UTF-8 all
+    the same, its text silently changed."""
+    media, *params = headers.get("content-type", "").split(";")
+    if media.strip().lower() != "application/json":
+        raise Refused(415, "Unsupported media type: POST bodies must be Content-Type: "
+                           "application/json.")
+    for param in params:
+        name, _, value = param.partition("=")
+        charset = value.strip().strip('"').strip()
+        if name.strip().lower() == "charset" and charset.lower() != "utf-8":
+            raise Refused(415, f"Unsupported media type: JSON is UTF-8 (RFC 8259), not "
+                               f"{charset[:40]!r}; send the body in UTF-8 with "
+                               "Content-Type: application/json (or charset=utf-8).")
+
+
+def decode_json(body: bytes, max_batch: int) -> Any:
+    """A POST body as JSON (400 with -32700 if it is not JSON), refused whole (400 with
+    -32600) when it is a batch of more than ``max_batch`` messages, before any of them is
+    looked at: the decode is all one body costs the event loop then (a big body is
+    parsed with the cyclic collector paused, ``protocol.jsonrpc.loads``)."""
+    try:
+        obj = loads(body)
+    except orjson.JSONDecodeError as exc:
+        raise Refused(400, f"Parse error: the body is not valid JSON ({unreadable(exc)}).",
+                      code=PARSE_ERROR) from None
+    if type(obj) is list and len(obj) > max_batch:
+        size = len(obj)
+        del obj  # freed before the refusal allocates: see protocol.jsonrpc.loads
+        raise Refused(400, batch_too_large(size, max_batch).message)
+    return obj
 
 
 async def respond_withdrawn(send: Send) -> None:

@@ -160,6 +160,13 @@ class HttpClientTransport:
                 self._ready = anyio.Event()  # later messages wait for the GET stream
             self._tg.start_soon(self._send, out)
 
+    def congested(self, related: RequestId | None) -> None:
+        """``Output``: never congested. Nothing is queued here: each message is handed to
+        httpx at once, in a POST of its own, and a client queues no messages in a loop
+        of its own making (its requests wait for their answers; its handlers answer one
+        request each), so there is no byte queue to pace anyone by."""
+        return None
+
     def _close_post(self, out: Outgoing) -> bool:
         """Cancel a stateless request by closing its POST (True), not with a message."""
         rid = (out.params or {}).get("requestId")

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AsyncExitStack
 from typing import Any
 
@@ -30,9 +30,14 @@ Lifespan = Callable[[], AbstractAsyncContextManager[Any]]
 class LifespanHolder:
     """Enters the lifespan once: at ASGI startup, or on the first request without one."""
 
-    def __init__(self, lifespan: Lifespan | None, on_shutdown: Callable[[], None]) -> None:
+    def __init__(self, lifespan: Lifespan | None, on_shutdown: Callable[[], Awaitable[None]],
+                 on_start: Callable[[], None] | None = None) -> None:
+        """``on_start``: called once the lifespan is held (at startup, or by the first
+        request); ``on_shutdown``: awaited at the ASGI shutdown, before the lifespan is
+        left."""
         self.lifespan = lifespan
         self.on_shutdown = on_shutdown
+        self.on_start = on_start
         #: True once the lifespan is held (or there is none): the per-request check.
         self.ready = lifespan is None
         self._entering: asyncio.Future[None] | None = None
@@ -51,10 +56,12 @@ class LifespanHolder:
                 await send({"type": "lifespan.startup.failed", "message": str(exc)})
                 return
             self.ready = True
+            if self.on_start is not None:
+                self.on_start()
             await send({"type": "lifespan.startup.complete"})
             while (await receive())["type"] != "lifespan.shutdown":
                 pass
-            self.on_shutdown()
+            await self.on_shutdown()
         await send({"type": "lifespan.shutdown.complete"})
 
     async def wait(self) -> None:
@@ -77,6 +84,8 @@ class LifespanHolder:
         try:
             async with self.lifespan():
                 self.ready = True
+                if self.on_start is not None:
+                    self.on_start()
                 entered.set_result(None)
                 await asyncio.Event().wait()  # until the loop's shutdown cancels this task
         except Exception as exc:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import time
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -84,8 +85,9 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
 
 async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
                  retry_ms: int, idle: float, stalls: Stalls | None = None,
-                 limit: int = MAX_STREAM_BUFFER) -> None:
-    """Serve ``GET`` + ``Last-Event-ID: last`` (see the module docstring)."""
+                 limit: int = MAX_STREAM_BUFFER, stop: Callable[[], bool] = bool) -> None:
+    """Serve ``GET`` + ``Last-Event-ID: last`` (see the module docstring); following
+    another instance's stream ends once ``stop()`` (the server drains)."""
     store = session.store
     if await store.replay(session.session_id, last) is None:  # before touching a stream
         raise Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
@@ -99,7 +101,8 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
         reopen = session.standalone is None  # its connection broke: resuming reopens it
     elif live is None and session.shared and session.is_standalone_id(stream_id) and (
             session.standalone is None):
-        live = ResponseStream(session, stream_id, standalone=True)  # another instance's
+        live = ResponseStream(session, stream_id, standalone=True,  # another instance's
+                              limit=limit)
         reopen = True
     listener = Listener(limit)
     if live is not None:
@@ -124,10 +127,10 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
         last.rpartition("_")[2])
     if live is None and session.shared and not session.is_standalone_id(stream_id) and (
             not any(is_response(data) or data == STREAM_END for _, data in events)):
-        await _follow(session, stream_id, last_seq, events, send, receive, idle)
+        await _follow(session, stream_id, last_seq, events, send, receive, idle, stop)
         return
     if live is None or live.listener is not listener:
-        live = ResponseStream(session, stream_id)  # finished (or taken): replay only
+        live = ResponseStream(session, stream_id, limit=limit)  # finished: replay only
         live.done = True
         live.finished.set()
     try:
@@ -151,7 +154,7 @@ def is_response(data: bytes) -> bool:
 
 async def _follow(session: HttpSession, stream_id: str, after: int,
                   replay: list[tuple[str, bytes]], send: Send, receive: Receive,
-                  idle: float) -> None:
+                  idle: float, stop: Callable[[], bool]) -> None:
     """A request stream live on another instance: its events as they are stored."""
     follow: Any = getattr(session.store, "follow")  # noqa: B009 (a shared store's extra)
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
@@ -175,7 +178,7 @@ async def _follow(session: HttpSession, stream_id: str, after: int,
                     return
             if events:
                 last_event = time.monotonic()
-            if gone or time.monotonic() - last_event > idle:
+            if gone or stop() or time.monotonic() - last_event > idle:
                 break
             after, events = await follow(session.session_id, stream_id, after)
         await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -36,14 +36,9 @@ from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ..protocol.connection import Connection, RequestReceived
-from ..protocol.errors import (
-    INVALID_REQUEST,
-    PARSE_ERROR,
-)
-from ..protocol.jsonrpc import is_valid_id
+from ..protocol.errors import INVALID_REQUEST
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
@@ -59,16 +54,19 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     error_body,
     headers_of,
     local_path,
     read_body,
     require_asyncio,
+    require_json,
     respond,
     respond_refused,
     respond_withdrawn,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
+from .http_drain import RESTART_HEADERS, Drain, refusal
 from .http_lifespan import LifespanHolder
 from .http_resume import resume, write_sse
 from .http_shared import SharedSessions
@@ -99,6 +97,7 @@ class HttpConfig:
     sweep_batch: int = 1000  # sessions ended per sweep at most (bounded work per tick)
     max_in_flight: int = 4096  # per session (429 past it)
     max_in_flight_total: int = 65536  # across sessions (503 past it)
+    max_batch: int = DEFAULT_MAX_BATCH  # messages in one batch (400 with -32600 past it)
     retry_ms: int = 1000
     max_stream_buffer: int = MAX_STREAM_BUFFER  # bytes one SSE response may hold unsent
     stall_timeout: float = STALL_TIMEOUT  # seconds a blocked SSE write waits before a cut
@@ -111,6 +110,7 @@ class HttpConfig:
     session_store: SessionStore = field(default_factory=MemorySessionStore)
     principal_key: str | None = None  # scope["state"] key of the request's principal
     bus: SessionBus | None = None  # to the other instances sharing session_store (http_shared)
+    drain: float = 10.0  # seconds requests in flight get to be answered at shutdown (http_drain)
 
 
 # ------------------------------------------------------------------------------ the app
@@ -139,7 +139,8 @@ class StreamableHTTPApp:
     ) -> None:
         self.config = config or HttpConfig()
         self.call_guard = call_guard
-        self.lifespan = LifespanHolder(lifespan, self.close_all)
+        self.drain = Drain(self, self.config.drain)
+        self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
@@ -234,6 +235,12 @@ class StreamableHTTPApp:
                 self._expire_idle(now, limit=cfg.sweep_batch)
             except Exception:
                 log.exception("housekeeping failed; retrying at the next sweep")
+
+    async def _shutdown(self) -> None:
+        """The ASGI lifespan's shutdown: the drain's end (``Drain.finish``), then every
+        session closed."""
+        await self.drain.finish()
+        self.close_all()
 
     def close_all(self) -> None:
         """End every session (server shutdown): handlers cancelled, streams ended."""
@@ -381,22 +388,18 @@ class StreamableHTTPApp:
 
     async def _post(self, headers: dict[str, str], receive: Receive, send: Send,
                     principal: Principal | None, peer: str | None) -> None:
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: POST bodies must be "
-                               "Content-Type: application/json.")
+        require_json(headers)
         accept = headers.get("accept", "").lower()
         if not (("application/json" in accept or "*/*" in accept)
                 and ("text/event-stream" in accept or "*/*" in accept)):
             raise Refused(406, "Not acceptable: the Accept header must list both "
                                "application/json and text/event-stream.")
         body = await read_body(headers, receive, self.config.max_body, self.body_deadlines)
-        try:
-            obj = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON (UTF-8).",
-                          code=PARSE_ERROR) from None
+        obj = decode_json(body, self.config.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
+        if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                     for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
         refused = refused_call(self.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
@@ -445,7 +448,8 @@ class StreamableHTTPApp:
                 INVALID_REQUEST, f"Invalid Request: request id {key!r} is already in use by a "
                                  "request still in progress; use a new id for every request."))
             return
-        stream = ResponseStream(session, session.new_stream_id())
+        stream = ResponseStream(session, session.new_stream_id(),
+                                limit=self.config.max_stream_buffer)
         session.streams[key] = stream
         direct = session.feed(obj, principal, peer)
         await self._persist_fed(session)
@@ -513,17 +517,18 @@ class StreamableHTTPApp:
                         stream.session.standalone.push(data, False)
                     data, final = await stream.first()
             stream.take_queue()
-            if data:
-                await respond(send, 200, data)
-            else:
+            if not data:
                 await respond_withdrawn(send)
+            elif stream.cut_off:  # the drain's deadline passed before an answer came
+                await respond(send, 503, data, RESTART_HEADERS)
+            else:
+                await respond(send, 200, data)
             return
         if not data:
             await respond_withdrawn(send)
             return
         listener = Listener(self.config.max_stream_buffer)
         stream.listener = listener
-        stream.limit = self.config.max_stream_buffer
         stream.start_sse()
         await write_sse(stream, listener, send, receive, self.config.retry_ms, None,
                         stalls=self.stalls)
@@ -532,6 +537,8 @@ class StreamableHTTPApp:
 
     async def _get(self, headers: dict[str, str], send: Send, receive: Receive,
                    principal: Principal | None) -> None:
+        if self.drain.active:
+            raise refusal()
         if "text/event-stream" not in headers.get("accept", "").lower():
             raise Refused(406, "Not acceptable: GET needs Accept: text/event-stream.")
         if not self.config.enable_get:
@@ -543,13 +550,14 @@ class StreamableHTTPApp:
         cfg = self.config
         if last is not None:
             await resume(session, last.strip(), send, receive, cfg.retry_ms,
-                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer)
+                         cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer,
+                         lambda: self.drain.active)
             return
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
         listener = Listener(cfg.max_stream_buffer)
-        stream = ResponseStream(session, session.new_stream_id(True), standalone=True)
-        stream.limit = cfg.max_stream_buffer
+        stream = ResponseStream(session, session.new_stream_id(True), standalone=True,
+                                limit=cfg.max_stream_buffer)
         session.open_standalone(stream, listener)
         try:
             await write_sse(stream, listener, send, receive, cfg.retry_ms, None,

@@ -30,8 +30,9 @@ from ..protocol.errors import (
 )
 from ..protocol.jsonrpc import is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
-from ..session import Principal
+from ..session import ENDLESS_METHODS, Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn, watch_disconnect
+from .http_drain import RESTART_HEADERS
 from .http_routing import NAMED_BY
 from .http_streams import HttpSession, ResponseStream, relay
 
@@ -202,11 +203,12 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         await respond(send, 400 if direct else 202, direct[0] if direct else b"")
         return
     assert isinstance(rid, str | int)
-    stream = ResponseStream(session, "m")
-    stream.limit = app.config.max_stream_buffer
+    stream = ResponseStream(session, "m", limit=app.config.max_stream_buffer)
     session.streams[rid] = stream
     session.feed(obj, principal, peer)
     app.in_flight += 1
+    stateless = app.drain.stateless  # the drain ends this exchange when the server stops
+    stateless[session] = rid if obj["method"] in ENDLESS_METHODS else None
     try:
         first = await stream.first_unless_gone(receive)
         if first is None:
@@ -216,7 +218,10 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
             await respond_withdrawn(send)
             return
         if final and app.config.response_mode != "sse":
-            await respond(send, stateless_status(data), data)
+            if stream.cut_off:  # the drain's deadline passed before an answer came
+                await respond(send, 503, data, RESTART_HEADERS)
+            else:
+                await respond(send, stateless_status(data), data)
             return
         sender = app.stalls.guard(send, receive)
         try:
@@ -225,6 +230,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
             app.stalls.release(sender)
     finally:
         app.in_flight -= 1
+        del stateless[session]
         session.close()  # ends the handler if the client went away first
 
 

@@ -35,15 +35,12 @@ from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
-MAX_BACKLOG = 1000
-"""Server-initiated messages kept for a session without a GET stream (newer are dropped)."""
-MAX_BACKLOG_BYTES = 1024 * 1024
-"""Bytes of those messages kept at most."""
+MAX_BACKLOG, MAX_BACKLOG_BYTES = 1000, 1024 * 1024
+"""Server-initiated messages (and their bytes) kept for a session without a GET stream."""
 WITHDRAWN = (b"", True)
 """What ``ResponseStream.first`` gives for an exchange that ended without an answer."""
 STREAM_END = b"\x00"
-"""Stored as the last event of a request stream whose answer was withdrawn (never sent to
-a client: not JSON, so never taken for a message)."""
+"""The stored end of a request stream whose answer was withdrawn (never sent: not JSON)."""
 PACE_POLL = 0.01
 """Seconds between looks at a congested stream while a producer waits for room."""
 STORE_OUTAGE = OUTAGE_WAIT
@@ -128,6 +125,7 @@ class ResponseStream:
         "_pump",
         "_unstored",
         "closed",
+        "cut_off",
         "done",
         "dropped",
         "finished",
@@ -143,7 +141,8 @@ class ResponseStream:
         "wakeup",
     )
 
-    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False) -> None:
+    def __init__(self, session: HttpSession, stream_id: str, standalone: bool = False,
+                 limit: int = MAX_STREAM_BUFFER) -> None:
         self.session = session
         self.id = stream_id
         self.standalone = standalone
@@ -151,6 +150,7 @@ class ResponseStream:
         self.wakeup = asyncio.Event()
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
+        self.cut_off = False  # ended by the server's drain in place of its answer (cut)
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: Listener | None = None
         self.finished = asyncio.Event()  # the final event was stored (and handed on)
@@ -161,7 +161,7 @@ class ResponseStream:
         #: final one is dropped (the event store is unreachable: counted in ``dropped``),
         #: or the stream is ``overflowed`` (written without a store: its reader is slow).
         self.queued = 0
-        self.limit = MAX_STREAM_BUFFER
+        self.limit = limit
         self.dropped = 0
         self.overflowed = False
         self._unstored = False  # the event store failed: events go out without ids
@@ -171,16 +171,16 @@ class ResponseStream:
         the peer cancelled the request and no answer will come)."""
         if final:
             self.done = True
-        elif self.queued > self.limit:
-            if self.sse:
-                if not self.dropped:
-                    log.warning("session %s: the event store is unreachable and stream %s "
-                                "holds %d bytes; dropping its notifications until it "
-                                "recovers", self.session.session_id, self.id, self.queued)
-                self.dropped += 1
-                return
-            self.overflowed = True  # relayed without a store: the reader is too slow
-            self.wakeup.set()
+        elif self.queued > self.limit:  # a producer that is not paced (a broadcast)
+            if not self.dropped:
+                log.warning("session %s: stream %s holds %d bytes not yet taken (the event "
+                            "store is unreachable, or its reader too slow); its "
+                            "notifications are dropped until it drains",
+                            self.session.session_id, self.id, self.queued)
+            self.dropped += 1
+            if not self.sse:  # relayed without a store (stateless, legacy): end it
+                self.overflowed = True
+                self.wakeup.set()
             return
         if self.queue:  # something waits already: this one is held too, at its size
             data = compact(data)
@@ -217,13 +217,20 @@ class ResponseStream:
     async def _room(self) -> None:
         low = self.limit // 8
         deadline = time.monotonic() + STALL_TIMEOUT + 1.0  # the watchdog cuts before it
-        while self.unsent() > low and time.monotonic() < deadline:
+        while time.monotonic() < deadline and not (self.closed or self.overflowed):
             listener = self.listener
-            if self.closed or self.overflowed or (listener is not None and listener.stopped):
+            held = self.queued  # (the pump takes it to the store, reader or not)
+            if listener is not None and not listener.stopped:
+                held += listener.pending
+            if held <= low:
                 return
-            if listener is None and self.sse:
-                return  # nobody reads it now: the store keeps it for a resumption
             await asyncio.sleep(PACE_POLL)
+
+    def cut(self, answer: bytes) -> None:
+        """The server's drain ran out of time (``http_drain``): ``answer``, an error saying
+        so, is the final message in place of the one that will not come."""
+        self.cut_off = True
+        self.push(answer, True)
 
     async def first(self) -> tuple[bytes, bool]:
         """The first message queued, left in the queue: ``(b"", True)`` when the exchange
@@ -360,12 +367,14 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
     final message, the client's departure, the end of its session, or a reader so slow
     that the stream's bound overflowed (the caller then ends the response)."""
     done = False
-    while not done and not is_gone() and not stream.closed:
+    while not done and not is_gone():
         while not stream.queue and not is_gone() and not stream.closed:
             if stream.overflowed:
                 return
             await stream.wakeup.wait()
             stream.wakeup = asyncio.Event()
+        if not stream.queue:
+            return  # the client left, or the stream ended with nothing left to send
         for data, final in stream.take_queue():
             if data:
                 await send({"type": "http.response.body", "body": encode_event(data),
@@ -562,7 +571,7 @@ class HttpSession:
     def close(self) -> None:
         """End the session: handlers and stream pumps cancelled, every stream ended."""
         self.session.close()
-        for stream in (self.standalone, *self.streams.values()):
+        for stream in (self.standalone, *self.streams.values(), *self.resumable.values()):
             if stream is not None:
                 stream.end()
 

@@ -14,9 +14,6 @@ from __future__ import annotations
 import secrets
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ..protocol.errors import PARSE_ERROR
 from ..session import Principal
 from .asgi import (
     SSE_HEADERS,
@@ -24,14 +21,17 @@ from .asgi import (
     Refused,
     Scope,
     Send,
+    decode_json,
     headers_of,
     local_path,
     read_body,
+    require_json,
     respond,
     respond_refused,
     watch_disconnect,
 )
 from .http_auth import identity_of, principal_of, refused_call, respond_denied
+from .http_drain import refusal
 from .http_streams import HttpSession, ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -70,14 +70,16 @@ class LegacySSE:
     async def _stream(self, scope: Scope, send: Send, receive: Receive,
                       principal: Principal | None) -> None:
         app = self.app
+        if app.drain.active:
+            raise refusal()
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
         session = HttpSession(app.new_connection(), sid, app.config.event_store,
                               on_request=app.on_request, on_notification=app.on_notification,
                               owner=identity_of(principal))
-        stream = ResponseStream(session, session.new_stream_id(), standalone=True)
-        stream.limit = app.config.max_stream_buffer
+        stream = ResponseStream(session, session.new_stream_id(), standalone=True,
+                                limit=app.config.max_stream_buffer)
         session.standalone = stream
         self.sessions[sid] = session
         app.session_opened(session)
@@ -98,7 +100,8 @@ class LegacySSE:
         watcher = watch_disconnect(receive, went)
         try:
             await relay(stream, sender, lambda: gone)
-            if not gone:  # the session ended, or its reader fell behind the bound
+            if not gone:  # the session ended (closed, drained), or its reader fell
+                # behind the bound: say so
                 await sender({"type": "http.response.body", "body": b"", "more_body": False})
         except OSError:
             pass
@@ -117,18 +120,15 @@ class LegacySSE:
         if session is None or session.owner != identity_of(principal):
             raise Refused(404, "Session not found: open the SSE stream first and POST to the "
                                "endpoint it announced.")
-        ctype = headers.get("content-type", "").split(";")[0].strip().lower()
-        if ctype != "application/json":
-            raise Refused(415, "Unsupported media type: use Content-Type: application/json.")
+        require_json(headers)
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
-        try:
-            obj: Any = orjson.loads(body)
-        except orjson.JSONDecodeError:
-            raise Refused(400, "Parse error: the body is not valid JSON.",
-                          code=PARSE_ERROR) from None
-        refused = refused_call(self.app.call_guard, principal,
-                               obj if isinstance(obj, list) else [obj])
+        obj: Any = decode_json(body, self.app.config.max_batch)
+        messages = obj if isinstance(obj, list) else [obj]
+        if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
+                                         for m in messages):
+            raise refusal()  # new work, while the server drains (answers still go in)
+        refused = refused_call(self.app.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
             return
