@@ -236,6 +236,8 @@ REFUSED: dict[str, tuple[Callable[[Server], Any], str]] = {
     "a value inside that is not JSON": (
         lambda s: s.tool(meta={"example.com/x": {"when": Opaque()}})(hello),
         r"^meta\['example.com/x'\]\['when'\] is a Opaque, which is not JSON; meta takes"),
+    "a cycle": (lambda s: s.tool(meta=(cyclic := {}, cyclic.update(me=cyclic))[0])(hello),
+                r"^meta(\['me'\])+\['me… nests deeper than 64 levels \(a cycle\?\)"),
     "a key that is not a string": (lambda s: s.tool(meta={1: "x"})(hello),
                                    r"^meta has the key 1; JSON object keys are strings"),
     "not a finite number": (lambda s: s.tool(meta={"x": float("nan")})(hello),

@@ -41,19 +41,30 @@ def _is_model(value: Any) -> bool:
     return not isinstance(value, type) and callable(getattr(value, "model_dump", None))
 
 
-def _plain(value: Any, where: str, takes: str) -> Any:
+_MAX_DEPTH = 64  # a declaration nested deeper is a mistake (or a cycle)
+
+
+def _plain(value: Any, where: str, takes: str, depth: int = 0) -> Any:
     """``value`` as JSON (dicts, lists, scalars), or ``TypeError`` naming ``where``."""
+    if depth > _MAX_DEPTH:
+        raise TypeError(f"{where[:80]}… nests deeper than {_MAX_DEPTH} levels (a cycle?); "
+                        f"{takes}")
     if isinstance(value, _SCALARS):
         if isinstance(value, float) and not math.isfinite(value):
             raise TypeError(f"{where} is {value!r}, which JSON cannot carry; {takes}")
         return value
+    deeper = depth + 1
     if isinstance(value, enum.Enum):
-        return _plain(value.value, where, takes)
+        return _plain(value.value, where, takes, deeper)
     if _is_model(value):
-        return _plain(value.model_dump(mode="json", by_alias=True, exclude_none=True),
-                      where, takes)
+        try:
+            dumped = value.model_dump(mode="json", by_alias=True, exclude_none=True)
+        except Exception as exc:  # a field pydantic cannot serialize
+            raise TypeError(f"{where}: the {type(value).__name__} model does not turn into "
+                            f"JSON ({exc}); {takes}") from exc
+        return _plain(dumped, where, takes, deeper)
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        return {f.name: _plain(v, f"{where}[{f.name!r}]", takes)
+        return {f.name: _plain(v, f"{where}[{f.name!r}]", takes, deeper)
                 for f in dataclasses.fields(value)
                 if (v := getattr(value, f.name)) is not None}
     if isinstance(value, Mapping):
@@ -62,10 +73,10 @@ def _plain(value: Any, where: str, takes: str) -> Any:
             if not isinstance(key, str):
                 raise TypeError(f"{where} has the key {key!r}; JSON object keys are strings. "
                                 f"{takes}")
-            out[key] = _plain(item, f"{where}[{key!r}]", takes)
+            out[key] = _plain(item, f"{where}[{key!r}]", takes, deeper)
         return out
     if isinstance(value, list | tuple):
-        return [_plain(item, f"{where}[{i}]", takes) for i, item in enumerate(value)]
+        return [_plain(item, f"{where}[{i}]", takes, deeper) for i, item in enumerate(value)]
     raise TypeError(f"{where} is a {type(value).__name__}, which is not JSON; {takes}")
 
 
