@@ -24,6 +24,7 @@ from typing import Any
 import anyio
 import pytest
 from mcp import types as sdk  # the official SDK's models (the dev extra's mcp==2.3.0)
+from pydantic import BaseModel, ConfigDict
 
 from mcpkit import Server
 from mcpkit.server import Prompt, Resource, ResourceTemplate, Tool
@@ -224,7 +225,15 @@ class Opaque:
     """Neither a mapping, a pydantic model nor a dataclass."""
 
 
+class Unserializable(BaseModel):
+    model_config = ConfigDict(arbitrary_types_allowed=True)
+    handle: Opaque
+
+
 REFUSED: dict[str, tuple[Callable[[Server], Any], str]] = {
+    "a model pydantic cannot dump": (
+        lambda s: s.tool(meta={"x": Unserializable(handle=Opaque())})(hello),
+        r"^meta\['x'\]: the Unserializable model does not turn into JSON \("),
     "a string": (lambda s: s.tool(annotations="readOnly")(hello),
                  r"^annotations takes a JSON object: a dict \(or other mapping\), a pydantic "
                  r"model or a dataclass instance, such as \{'readOnlyHint': True\}.*; got a str$"),
