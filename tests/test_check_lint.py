@@ -284,6 +284,46 @@ def test_additional_properties() -> None:
     assert verdict(data([tool("docs_a", inputSchema=...)]), "LINT.additional-properties") == "n/a"
 
 
+def test_additional_properties_judges_nested_objects() -> None:
+    """Issue #26 item 4: below the root, an object with properties that says nothing of
+    other fields drops what the model invents there; maps and deliberate ``true`` pass."""
+    closed = {"type": "object", "properties": {"title": {"type": "string"}},
+              "additionalProperties": False}
+    ok = params("docs_a", {
+        "issue": closed,
+        "labels": {"type": "object", "additionalProperties": {"type": "string"}},  # a map
+        "extra": {"type": "object", "properties": {"a": {}}, "additionalProperties": True},
+        "many": {"type": "array", "items": {"$ref": "#/$defs/Closed"}},
+        "maybe": {"anyOf": [{"$ref": "#/$defs/Closed"}, {"type": "null"}]},
+    }, **{"$defs": {"Closed": closed, "Loop": {"$ref": "#/$defs/Loop"}}})
+    assert verdict(data([ok]), "LINT.additional-properties") == "pass"
+    open_ = {"type": "object", "properties": {"title": {"type": "string"}}}
+    bad = params("docs_b", {
+        "issue": open_,
+        "many": {"type": "array", "items": {"$ref": "#/$defs/Open"}},
+        "maybe": {"anyOf": [{"$ref": "#/$defs/Loop"}, {"type": "null"}]},
+        "deep": {"type": "object", "additionalProperties": False, "properties": {
+            "inner": {"type": "object", "properties": {"x": {}}}}},
+    }, **{"$defs": {"Open": copy.deepcopy(open_), "Loop": {"$ref": "#/$defs/Loop"}}})
+    f = finding(data([ok, bad]), "LINT.additional-properties")
+    assert f.verdict == "fail"
+    assert f.message.startswith("Open nested objects (no additionalProperties) in 1 of 2 "
+                                "tools: docs_b (issue, many[], deep/inner). Close each")
+    assert "docs_b" in f.evidence and "docs_a" not in f.evidence
+    # a root failure and a nested one are both said
+    both = finding(data([tool("docs_c", inputSchema={"type": "object", "properties": {
+        "issue": open_}})]), "LINT.additional-properties")
+    assert both.message.startswith('No "additionalProperties": false at the root')
+    assert "Open nested objects (no additionalProperties) in 1 of 1 tool: docs_c (issue)" in (
+        both.message)
+    # broken schemas do not crash it
+    for weird in ({"type": "object", "properties": ["a"], "additionalProperties": False},
+                  {"type": "object", "properties": {"a": 5, "b": {"items": 3, "anyOf": 4}},
+                   "additionalProperties": False}):
+        assert verdict(data([tool("docs_d", inputSchema=weird)]),
+                       "LINT.additional-properties") == "pass"
+
+
 @pytest.mark.parametrize("prop", [
     {"type": "string"},
     {"type": "string", "enum": ["a", "b"]},

@@ -14,6 +14,10 @@ version. Every message either side sends is recorded (``client.wire``) and, when
 block ends, validated against the official JSON schema of the negotiated revision (the
 schemas ship with mcpkit): a server that sends what the specification does not allow
 fails the test with :class:`WireViolation`, naming each message and what is wrong. The
+messages of an extension both sides negotiated (``capabilities.extensions``; the
+2026-07-28 tasks extension's ``tasks/get``, ``resultType: "task"``...) are validated
+against that extension's shapes (:mod:`mcpkit.check.extensions`); an extension not
+negotiated is refused like any message the revision lacks. The
 other options (``elicitation=``, ``sampling=``, ``roots=`` handlers, ``timeout=``…) are
 the ``Client``'s own.
 
@@ -30,9 +34,11 @@ from typing import TYPE_CHECKING, Any, Literal
 import anyio.abc
 import orjson
 
+from .check import extensions
 from .check.schemas import REVISIONS, known_method, validate_definition, validate_message
 from .client import Client, Servable
 from .client.connect import Target
+from .protocol.stateless import CLIENT_CAPABILITIES
 
 if TYPE_CHECKING:
     from .server import Server
@@ -43,6 +49,7 @@ __all__ = ["ERAS", "Wire", "WireViolation", "connect"]
 ERAS: tuple[Literal["stateful"], Literal["stateless"]] = ("stateful", "stateless")
 
 Direction = Literal["client", "server"]
+JSON = dict[str, Any]
 
 
 class WireViolation(AssertionError):
@@ -73,49 +80,139 @@ class Wire:
             method is None or (isinstance(m, dict) and m.get("method") == method))]
 
     def violations(self, revision: str) -> list[str]:
-        """What fails the schema of ``revision``, one line per problem."""
+        """What fails the schema of ``revision``, one line per problem. The messages of an
+        extension both sides negotiated (2026-07-28 tasks: ``tasks/get``...) are judged
+        against the extension's shapes (``mcpkit.check.extensions``); others are refused."""
         if revision not in REVISIONS:
             return [f"unknown revision {revision!r}"]
+        judge = _Judge(revision)
         out: list[str] = []
-        asked: dict[tuple[Direction, Any], str] = {}  # (requester, id) -> method
         for sender, msg in self.messages:
-            peer: Direction = "server" if sender == "client" else "client"
             if isinstance(msg, bytes):
                 out.append(f"{sender} sent a line that is not JSON: {msg[:200]!r}")
                 continue
             for one in msg if isinstance(msg, list) else [msg]:
-                out.extend(f"{sender}: {p}" for p in self._judge(revision, sender, peer,
-                                                                 one, asked))
+                out.extend(f"{sender}: {p}" for p in judge.judge(sender, one))
         return out
 
-    @staticmethod
-    def _judge(revision: str, sender: Direction, peer: Direction, msg: Any,
-               asked: dict[tuple[Direction, Any], str]) -> list[str]:
+
+class _Asked:
+    """A request seen on the wire, for judging its answer."""
+
+    __slots__ = ("extensions", "method", "task")
+
+    def __init__(self, method: str, task: bool, extensions: frozenset[str]) -> None:
+        self.method = method
+        self.task = task  # a 2025-11-25 task-augmented request: a task may answer it
+        self.extensions = extensions  # the extensions negotiated for it
+
+
+class _Judge:
+    """One pass over a connection's messages in order, knowing what each side declared:
+    the server in its ``initialize`` / ``server/discover`` result, the client in
+    ``initialize`` or (2026-07-28) in each request's ``_meta``."""
+
+    def __init__(self, revision: str) -> None:
+        self.revision = revision
+        self.applicable = {e.identifier: e for e in extensions.for_revision(revision)}
+        self.asked: dict[tuple[Direction, Any], _Asked] = {}
+        self.server_declared: frozenset[str] = frozenset()
+        self.client_session: frozenset[str] = frozenset()  # declared in ``initialize``
+        self.client_any: frozenset[str] = frozenset()  # declared in any request so far
+
+    def judge(self, sender: Direction, msg: Any) -> list[str]:
         if not isinstance(msg, dict):
             return [f"a message that is not a JSON object: {msg!r:.200}"]
         method = msg.get("method")
         if isinstance(method, str):
-            request = "id" in msg
-            if request:
-                params = msg.get("params")
-                augmented = isinstance(params, dict) and isinstance(params.get("task"), dict)
-                # A 2025-11-25 task-augmented request may be answered with a task instead.
-                asked[(sender, msg["id"])] = f"{method}+task" if augmented else method
-            if not known_method(revision, method, request=request):
-                kind = "request" if request else "notification"
-                return [f"{kind} {method!r} does not exist in revision {revision}"]
-            answered = None
+            problems = self._message(sender, method, msg)
         else:
-            answered = asked.pop((peer, msg.get("id")), None)
-            if answered is not None and answered.endswith("+task"):
-                answered = answered[:-5]
-                result = msg.get("result")
-                if isinstance(result, dict) and isinstance(result.get("task"), dict):
-                    problems = validate_message(revision, msg, None) + validate_definition(
-                        revision, "CreateTaskResult", result)
-                    return [f"{p} (in {orjson.dumps(msg).decode()[:300]})" for p in problems]
-        problems = validate_message(revision, msg, answered)
+            problems = self._answer("server" if sender == "client" else "client", msg)
         return [f"{p} (in {orjson.dumps(msg).decode()[:300]})" for p in problems]
+
+    def _client_declares(self, params: Any) -> frozenset[str]:
+        """The extensions a client request declares (2026-07-28 ``_meta``; else the
+        session's)."""
+        meta = params.get("_meta") if isinstance(params, dict) else None
+        if isinstance(meta, dict) and CLIENT_CAPABILITIES in meta:
+            return extensions.declared(meta[CLIENT_CAPABILITIES])
+        return self.client_session
+
+    def _message(self, sender: Direction, method: str, msg: JSON) -> list[str]:
+        request = "id" in msg
+        params = msg.get("params")
+        negotiated: frozenset[str] = frozenset()
+        if sender == "client":
+            if method == "initialize" and isinstance(params, dict):
+                self.client_session = extensions.declared(params.get("capabilities"))
+            client = self._client_declares(params)
+            self.client_any |= client
+            negotiated = client & self.server_declared
+        else:
+            negotiated = self.client_any & self.server_declared
+        if request:
+            task = isinstance(params, dict) and isinstance(params.get("task"), dict)
+            self.asked[(sender, msg["id"])] = _Asked(method, task, negotiated)
+        if known_method(self.revision, method, request=request):
+            problems = validate_message(self.revision, msg)
+            for one in self._negotiated(negotiated):
+                if method in one.augments:
+                    problems += extensions.errors(self.revision, one, one.augments[method], msg)
+            return problems
+        kind = "request" if request else "notification"
+        ext = extensions.owner(self.revision, method, request=request)
+        if ext is None:
+            return [f"{kind} {method!r} does not exist in revision {self.revision}"]
+        if (sender == "client") != request:  # its requests go client -> server
+            return [f"{kind} {method!r} of the extension {ext.identifier} is never sent by "
+                    f"the {sender}"]
+        if ext.identifier not in negotiated:
+            return [f"{kind} {method!r} belongs to the extension {ext.identifier}, which "
+                    + self._missing(ext.identifier, "this request" if sender == "client"
+                                    else "the client")]
+        definition = ext.requests[method][0] if request else ext.notifications[method]
+        return extensions.errors(self.revision, ext, definition, msg)
+
+    def _missing(self, identifier: str, client: str) -> str:
+        """Which side did not declare ``identifier``, for a refusal: the server, or
+        ``client`` (this request, the request answered, the client)."""
+        if identifier not in self.server_declared:
+            return ("the server did not declare (capabilities.extensions of its "
+                    "initialize or server/discover result)")
+        return f"{client} did not declare (capabilities.extensions)"
+
+    def _negotiated(self, ids: frozenset[str]) -> list[extensions.Extension]:
+        return [self.applicable[i] for i in ids if i in self.applicable]
+
+    def _answer(self, requester: Direction, msg: JSON) -> list[str]:
+        asked = self.asked.pop((requester, msg.get("id")), None)
+        result = msg.get("result")
+        if asked is None or not isinstance(result, dict):
+            return validate_message(self.revision, msg, asked.method if asked else None)
+        if asked.method in ("initialize", "server/discover"):
+            self.server_declared = extensions.declared(result.get("capabilities"))
+        if asked.task and isinstance(result.get("task"), dict):
+            # A 2025-11-25 task-augmented request may be answered with a task instead.
+            return validate_message(self.revision, msg, None) + validate_definition(
+                self.revision, "CreateTaskResult", result)
+        kind = result.get("resultType")
+        for ext in self.applicable.values():
+            if isinstance(kind, str) and kind in ext.result_types:  # e.g. a task instead
+                definition, answers = ext.result_types[kind]
+                if asked.method not in answers:
+                    return [f"a {kind!r} result answers {asked.method!r}, which the "
+                            f"extension {ext.identifier} does not let become one"]
+                if ext.identifier not in asked.extensions:
+                    return [f"a {kind!r} result answers {asked.method!r}, but the extension "
+                            f"{ext.identifier} was not negotiated: "
+                            + self._missing(ext.identifier, "the request")]
+                return validate_message(self.revision, msg, None) + extensions.errors(
+                    self.revision, ext, definition, result)
+        for ext in self._negotiated(asked.extensions):
+            if asked.method in ext.requests:  # the answer to one of its requests
+                return validate_message(self.revision, msg, None) + extensions.errors(
+                    self.revision, ext, ext.requests[asked.method][1], result)
+        return validate_message(self.revision, msg, asked.method)
 
 
 class _RecordedStream:

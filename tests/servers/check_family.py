@@ -445,9 +445,10 @@ DEFECTS: dict[str, Defect] = {
     "LINT.enum-like-string": Defect(down=tools_result(
         lambda tools: write_tool(tools)["inputSchema"]["properties"].update(
             sort_order={"type": "string", "description": "asc or desc"}))),
-    "LINT.nested-object": Defect(down=tools_result(
+    "LINT.nested-object": Defect(down=tools_result(  # closed: an open one is another rule
         lambda tools: write_tool(tools)["inputSchema"]["properties"].update(filters={
-            "type": "object", "properties": {"tag": {"type": "string"}}}))),
+            "type": "object", "properties": {"tag": {"type": "string"}},
+            "additionalProperties": False}))),
     "LINT.output-schema": Defect(down=tools_result(
         lambda tools: write_tool(tools).pop("outputSchema"))),
     "LINT.annotations": Defect(down=tools_result(

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..protocol import pointer
 from .lint_common import (
+    SHOW,
     Check,
     Outcome,
     ToolView,
@@ -89,26 +90,83 @@ def _flat(obj: dict[str, Any], root: dict[str, Any]) -> bool:
     return not any(_is_object(p, root) or _item_objects(p, root) for p in props.values())
 
 
+_MAX_NODES = 256
+"""Subschemas looked at per tool for open nested objects (cyclic or huge schemas stay cheap)."""
+
+
+def _open_records(schema: dict[str, Any], root: dict[str, Any]) -> list[str]:
+    """Where, below the root of an ``inputSchema``, an object with ``properties`` says
+    nothing of other fields (no ``additionalProperties``, no ``unevaluatedProperties``):
+    a field the model invents there is silently dropped. A map (``additionalProperties``
+    a schema) and an object that says ``true`` are deliberate and pass."""
+    found: list[str] = []
+    seen: set[int] = set()
+    props = schema.get("properties")
+    todo: list[tuple[Any, str]] = [(sub, str(name)) for name, sub in (
+        props.items() if isinstance(props, dict) else ())][::-1]
+    while todo and len(seen) < _MAX_NODES:
+        node, at = todo.pop()
+        if not isinstance(node, dict) or id(node) in seen:
+            continue
+        seen.add(id(node))
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#"):
+            todo.append((pointer.resolve(root, ref[1:]), at))
+        props = node.get("properties")
+        if isinstance(props, dict) and props and "additionalProperties" not in node and (
+                "unevaluatedProperties" not in node) and at not in found:
+            found.append(at)
+        nested: list[tuple[Any, str]] = []
+        if isinstance(props, dict):
+            nested += [(sub, f"{at}/{name}") for name, sub in props.items()]
+        if isinstance(node.get("additionalProperties"), dict):
+            nested.append((node["additionalProperties"], f"{at}/*"))
+        nested.append((node.get("items"), f"{at}[]"))
+        prefix = node.get("prefixItems")
+        if isinstance(prefix, list):
+            nested += [(sub, f"{at}[{i}]") for i, sub in enumerate(prefix[:_MAX_VARIANTS])]
+        for key in ("anyOf", "oneOf", "allOf"):
+            if isinstance(node.get(key), list):
+                nested += [(sub, at) for sub in node[key][:_MAX_VARIANTS]]
+        todo += nested[::-1]
+    return found
+
+
 def _check_additional_properties(data: LintInput) -> Outcome:
     """The root of every ``inputSchema`` (that is an object) sets ``additionalProperties:
     false``; ``unevaluatedProperties: false`` is accepted too, since it forbids the same
-    thing for composed schemas."""
+    thing for composed schemas. Below the root, every object with ``properties`` (a
+    record, not a map) says what other fields get: ``false`` (mcpkit closes every object
+    of a model, dataclass or TypedDict that does not allow extra fields), or ``true`` / a
+    schema when extra fields are meant."""
     with_schema = [t for t in tool_views(data.tools) if input_schema(t) is not None]
     if not with_schema:
         return "n/a", "No tool has an inputSchema object to judge.", ""
     bad = [t for t in with_schema
            if (s := input_schema(t)) is not None and s.get("additionalProperties") is not False
            and s.get("unevaluatedProperties") is not False]
-    if not bad:
+    nested = {t.label: where for t in with_schema if (s := input_schema(t)) is not None
+              and (where := _open_records(s, s))}
+    if not bad and not nested:
         return ("pass", f"All {quantity(len(with_schema), 'inputSchema')} set "
-                "additionalProperties: false.", "")
-    return (
-        "fail",
-        "No \"additionalProperties\": false at the root of the inputSchema in "
-        f"{offenders([t.label for t in bad], len(with_schema), 'tool')}. Add it, so that a "
-        "parameter the model invents is rejected instead of silently ignored.",
-        [pick(t, "inputSchema") for t in bad],
-    )
+                "additionalProperties: false, nested objects included.", "")
+    said = []
+    if bad:
+        said.append("No \"additionalProperties\": false at the root of the inputSchema in "
+                    f"{offenders([t.label for t in bad], len(with_schema), 'tool')}. Add it, "
+                    "so that a parameter the model invents is rejected instead of silently "
+                    "ignored.")
+    if nested:
+        labels = list(nested)
+        places = [f"{label} ({shorten(', '.join(nested[label]), 120)})" for label in labels]
+        rest = f" (+{len(labels) - SHOW} more)" if len(labels) > SHOW else ""
+        said.append(f"Open nested objects (no additionalProperties) in {len(labels)} of "
+                    f"{quantity(len(with_schema), 'tool')}: {'; '.join(places[:SHOW])}{rest}. "
+                    "Close each with \"additionalProperties\": false (or true, or a schema, "
+                    "when extra fields are meant), so that a field the model invents inside "
+                    "them is rejected instead of silently dropped.")
+    evidence = [pick(t, "inputSchema") for t in with_schema if t in bad or t.label in nested]
+    return "fail", " ".join(said), evidence
 
 
 _ENUM_NAMES = frozenset({

@@ -196,7 +196,8 @@ RULES: dict[str, Rule] = {
            "Tool descriptions say when to use the tool and what it returns",
            "server design guide: descriptions are prompts"),
         _r("LINT.additional-properties", "LINT", L,
-           "inputSchema sets additionalProperties: false", "server design guide anti-pattern 7"),
+           "inputSchema sets additionalProperties: false, and nested objects say what "
+           "other fields get", "server design guide anti-pattern 7"),
         _r("LINT.enum-like-string", "LINT", L,
            "Free strings that name a finite set of values use enum",
            "server design guide anti-pattern 3"),

@@ -22,6 +22,7 @@ from ..protocol.framing import DEFAULT_MAX_MESSAGE_SIZE
 from ..protocol.jsonrpc import DEFAULT_MAX_BATCH
 from ..protocol.lifecycle import Role
 from ..session import DEFAULT_DRAIN_TIMEOUT, DEFAULT_OUTPUT_BUFFER, ByteStream
+from . import declared
 from .audit import AuditHook
 from .context import Context
 from .limits import BucketStore, Limiter, MemoryBuckets, RateLimit, as_limit
@@ -90,7 +91,7 @@ class Server:
         title: str | None = None,
         description: str | None = None,
         website_url: str | None = None,
-        icons: list[JSON] | None = None,
+        icons: list[declared.ObjectLike] | None = None,
         instructions: str | None = None,
         tools: Iterable[Callable[..., Any] | Tool] = (),
         resources: Iterable[Resource | ResourceTemplate] = (),
@@ -121,7 +122,7 @@ class Server:
         if website_url:
             info["websiteUrl"] = website_url
         if icons:
-            info["icons"] = icons
+            info["icons"] = declared.icons(icons)
         self.name = name
         self.info = info
         self.instructions = instructions

@@ -221,7 +221,7 @@ def schema_problems(root: JSON, errors: Iterable[Any], limit: int = MAX_PROBLEMS
     ``schema_path``, ``message``); an empty ``schema_path`` (``validation.DepthError``)
     is judged by the schema at the instance path."""
     out: list[Problem] = []
-    for err in errors:
+    for err in (d for e in errors for d in _decisive(e)):
         path = tuple(err.instance_path)
         schema_path = tuple(err.schema_path)
         schema = at_schema_path(root, schema_path) if schema_path else None
@@ -231,6 +231,22 @@ def schema_problems(root: JSON, errors: Iterable[Any], limit: int = MAX_PROBLEMS
         if len(out) >= limit:
             break
     return out
+
+
+def _decisive(err: Any, depth: int = 0) -> list[Any]:
+    """What says why ``err`` failed: for an ``anyOf``/``oneOf`` no branch of which
+    matched, the errors of the one branch the value's type fits, when there is exactly
+    one (``issue: Issue | None`` given an object with a field ``Issue`` lacks: that field,
+    and what ``Issue`` accepts); ``err`` itself otherwise."""
+    branches = getattr(getattr(err, "kind", None), "context", None)
+    if not branches or depth > 4:
+        return [err]
+    here = list(err.instance_path)
+    fits = [b for b in branches if not all(
+        type(e.kind).__name__ == "Type" and list(e.instance_path) == here for e in b)]
+    if len(fits) != 1 or not fits[0]:
+        return [err]
+    return [d for e in fits[0] for d in _decisive(e, depth + 1)]
 
 
 def pydantic_problems(root: JSON, under: tuple[str | int, ...], exc: Any,

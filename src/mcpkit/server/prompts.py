@@ -12,9 +12,11 @@ from typing import Any
 
 from ..protocol.errors import InvalidParams
 from ..protocol.scopes import check_scopes
+from . import declared
 from .arg_errors import bounded
 from .content import to_blocks
 from .context import Context
+from .declared import ObjectLike
 from .handler import HandlerSpec
 from .schema import parse_docstring
 
@@ -31,7 +33,7 @@ class Prompt:
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
-        icons: list[JSON] | None = None,
+        icons: list[ObjectLike] | None = None,
         scopes: Iterable[str] = (),
     ) -> None:
         """``scopes``: the OAuth scopes getting it needs over a protected HTTP endpoint
@@ -43,7 +45,7 @@ class Prompt:
         self.title = title
         doc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc
-        self.icons = icons
+        self.icons = declared.icons(icons)
         self.arguments: list[JSON] = []
         self.required: set[str] = set()
         for param, _hint in self.spec.parameters:

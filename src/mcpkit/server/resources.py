@@ -16,8 +16,10 @@ from typing import Any
 
 from ..protocol.errors import InvalidParams
 from ..protocol.scopes import check_scopes
+from . import declared
 from .content import resource_contents, to_json_text
 from .context import Context
+from .declared import ObjectLike
 from .handler import HandlerSpec
 from .schema import parse_docstring
 
@@ -109,8 +111,8 @@ class Resource(_Readable):
         description: str | None = None,
         mime_type: str | None = None,
         size: int | None = None,
-        annotations: JSON | None = None,
-        icons: list[JSON] | None = None,
+        annotations: ObjectLike | None = None,
+        icons: list[ObjectLike] | None = None,
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
         scopes: Iterable[str] = (),
@@ -123,8 +125,8 @@ class Resource(_Readable):
             inspect.getdoc(fn))[0]
         self.mime_type = mime_type
         self.size = size
-        self.annotations = annotations
-        self.icons = icons
+        self.annotations = declared.annotations_object(annotations, tool=False)
+        self.icons = declared.icons(icons)
         self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
         self.cache_scope = cache_scope  # resource (None: the server's defaults)
 
@@ -150,8 +152,8 @@ class ResourceTemplate(_Readable):
         title: str | None = None,
         description: str | None = None,
         mime_type: str | None = None,
-        annotations: JSON | None = None,
-        icons: list[JSON] | None = None,
+        annotations: ObjectLike | None = None,
+        icons: list[ObjectLike] | None = None,
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
         scopes: Iterable[str] = (),
@@ -163,8 +165,8 @@ class ResourceTemplate(_Readable):
         self.description = description if description is not None else parse_docstring(
             inspect.getdoc(fn))[0]
         self.mime_type = mime_type
-        self.annotations = annotations
-        self.icons = icons
+        self.annotations = declared.annotations_object(annotations, tool=False)
+        self.icons = declared.icons(icons)
         self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
         self.cache_scope = cache_scope  # resource (None: the server's defaults)
         self.variables: list[tuple[str, bool]] = []

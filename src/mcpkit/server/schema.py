@@ -4,11 +4,25 @@ Plain types (``str``, ``int``, ``float``, ``bool``, ``None``, ``list[...]``,
 ``dict[str, ...]``, ``Optional``/unions, ``Literal``, ``Enum``) are mapped here directly so
 a simple server never imports pydantic; anything richer (pydantic models, dataclasses,
 TypedDicts, ``Annotated[..., Field(...)]``) goes through pydantic's ``TypeAdapter``.
+
+Every object derived from a model, a dataclass or a TypedDict is closed
+(``additionalProperties: false``), at any depth, as the top level of an ``inputSchema``
+is: a field the model invents inside ``issue: Issue`` is refused with a message naming
+it, not silently dropped by pydantic. Unless the type keeps extra fields, which pydantic's
+schema then says: ``extra="allow"`` on a model, a dataclass or a TypedDict's
+``__pydantic_config__`` (``additionalProperties: true``), a TypedDict's PEP 728
+``extra_items=X`` (their schema). A TypedDict with only ``closed=False`` is closed: pydantic
+drops its extra keys, so the schema says what reaches the function. ``dict[str, X]``
+and a ``RootModel`` of one stay maps.
+The same schemas describe what a tool returns (``outputSchema``), which mcpkit builds by
+dumping the returned value with the same type: only the declared fields come out, so a
+closed ``outputSchema`` is exactly what is sent.
 """
 
 from __future__ import annotations
 
 import enum
+import functools
 import inspect
 import re
 import types
@@ -87,7 +101,36 @@ def type_schema(tp: Any) -> tuple[JSON, Any]:
     from pydantic import TypeAdapter
 
     adapter: Any = TypeAdapter(tp)
-    return adapter.json_schema(), adapter
+    return adapter.json_schema(schema_generator=_closed_objects()), adapter
+
+
+@functools.cache
+def _closed_objects() -> type:
+    """pydantic's schema generator, closing the objects of models, dataclasses and
+    TypedDicts that do not allow extra fields (built on first use: pydantic is loaded
+    only for rich types)."""
+    from pydantic.json_schema import GenerateJsonSchema
+
+    def close(out: Any) -> Any:
+        if isinstance(out, dict) and out.get("type") == "object" and (
+                "additionalProperties" not in out):
+            out["additionalProperties"] = False
+        return out
+
+    class ClosedObjects(GenerateJsonSchema):
+        def model_schema(self, schema: Any) -> Any:
+            out = super().model_schema(schema)
+            if getattr(schema["cls"], "__pydantic_root_model__", False):
+                return out  # a RootModel is its root's schema (a map stays a map)
+            return close(out)
+
+        def dataclass_schema(self, schema: Any) -> Any:
+            return close(super().dataclass_schema(schema))
+
+        def typed_dict_schema(self, schema: Any) -> Any:
+            return close(super().typed_dict_schema(schema))
+
+    return ClosedObjects
 
 
 def _hoist_defs(schema: JSON, defs: JSON) -> JSON:

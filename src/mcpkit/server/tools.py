@@ -24,6 +24,7 @@ from ..protocol.errors import (
 )
 from ..protocol.scopes import check_scopes
 from ..protocol.tasks import TASK_SUPPORT, TaskSupport
+from . import declared
 from .arg_errors import (
     Problem,
     at_instance_path,
@@ -33,6 +34,7 @@ from .arg_errors import (
 )
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
+from .declared import ObjectLike
 from .handler import HandlerSpec
 from .limits import INHERIT, Inherit, RateLimit, as_limit
 from .mrtr import InputRequired
@@ -54,11 +56,11 @@ class Tool:
         name: str | None = None,
         title: str | None = None,
         description: str | None = None,
-        input_schema: JSON | None = None,
-        output_schema_: JSON | None = None,
-        annotations: JSON | None = None,
-        icons: list[JSON] | None = None,
-        meta: JSON | None = None,
+        input_schema: ObjectLike | None = None,
+        output_schema_: ObjectLike | None = None,
+        annotations: ObjectLike | None = None,
+        icons: list[ObjectLike] | None = None,
+        meta: ObjectLike | None = None,
         structured_output: bool | None = None,
         scopes: Iterable[str] = (),
         rate_limit: RateLimit | str | Inherit | None = INHERIT,
@@ -73,7 +75,10 @@ class Tool:
         (``"required"``) run as a task, or never does (``"forbidden"``, default);
         ``task_start``: ``"call"`` (the task is created when the call arrives) or
         ``"explicit"`` (the handler runs as a plain request, asking for input the plain
-        way, until it awaits ``ctx.start_task()``)."""
+        way, until it awaits ``ctx.start_task()``). ``annotations``, ``icons``, ``meta``
+        and the schemas take mappings, pydantic models (the official SDK's
+        ``ToolAnnotations``, ``Icon``) or dataclass instances, converted to JSON here
+        (``declared.py``); anything else is a ``TypeError``."""
         if task not in TASK_SUPPORT:
             raise ValueError(f"task must be one of {', '.join(TASK_SUPPORT)}, got {task!r}")
         if task_start not in ("call", "explicit"):
@@ -96,6 +101,8 @@ class Tool:
         doc_desc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc_desc
         self.signature = Signature(self.spec, param_docs=param_docs)
+        input_schema = declared.schema(input_schema, "input_schema")
+        output_schema_ = declared.schema(output_schema_, "output_schema")
         self.input_schema = input_schema if input_schema is not None else self.signature.schema
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
@@ -114,9 +121,9 @@ class Tool:
             if self.output_schema is not None else None
         )
         self.title = title
-        self.annotations = annotations
-        self.icons = icons
-        self.meta = meta
+        self.annotations = declared.annotations_object(annotations, tool=True)
+        self.icons = declared.icons(icons)
+        self.meta = declared.meta(meta)
         self.param_headers: dict[str, str] | None = None  # x-mcp-header map, on first use
         self.definition = self._definition()
 
