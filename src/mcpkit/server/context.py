@@ -174,7 +174,7 @@ class Context:
     ) -> None:
         """Send progress if the client asked for it; non-increasing values are dropped."""
         if self.task is not None:
-            self.task.progress(progress, total, message)
+            await self.task.progress(progress, total, message)
         elif self.request_id is not None:
             self._session.progress(self.request_id, progress, total, message)
 
