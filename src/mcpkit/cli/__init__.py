@@ -60,7 +60,15 @@ def _load_server_or_usage(spec: str) -> Any:
 def cmd_run(args: argparse.Namespace) -> int:
     if not args.http and (args.host or args.port or args.path):
         raise UsageError("--host, --port and --path are for --http; stdio needs none of them")
-    server = _load_server_or_usage(args.file)
+    spec = args.file
+    if args.cwd is not None:  # (mcpkit install writes it: a host starts servers anywhere)
+        path, sep, obj = spec.partition(":")
+        spec = os.path.abspath(path) + sep + obj
+        try:
+            os.chdir(args.cwd)
+        except OSError as exc:
+            raise UsageError(f"--cwd {args.cwd}: {exc.strerror or exc}") from None
+    server = _load_server_or_usage(spec)
     if args.http:
         if args.path is not None and not args.path.startswith("/"):
             raise UsageError(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
@@ -206,6 +214,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="with --http: port (default 8000)")
     run.add_argument("--path", help="with --http: endpoint path (default /mcp)")
+    run.add_argument("--cwd", metavar="DIR", help="run in DIR, where the server's relative "
+                     "paths (its data files) resolve (mcpkit install writes it)")
 
     lst = _client_parser(sub, "list", "list tools, resources, templates or prompts",
                          f"{{tools,resources,templates,prompts}} [options] {TARGET}")
