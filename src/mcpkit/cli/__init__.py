@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import calls, checking, completion, dev, install, login, proxying
+from . import calls, checking, completion, dev, install, login, proxying, waiting
 from .calls import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .loading import LoadError, load_server
 
@@ -77,8 +77,28 @@ def cmd_run(args: argparse.Namespace) -> int:
         server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
                    else args.port, path=args.path or "/mcp")
     else:
+        if sys.stdin.isatty():
+            sys.stderr.write(_on_a_terminal(args.file, server.name))
+            sys.stderr.flush()
         server.run()
     return EXIT_OK
+
+
+def _on_a_terminal(spec: str, name: str) -> str:
+    """What ``mcpkit run FILE`` says when stdin is a terminal: a person started it, not a
+    host, and a stdio server waiting for MCP messages on stdin otherwise looks hung."""
+    import shlex
+
+    started = shlex.quote(f"mcpkit run {spec}")
+    rows = [(f"mcpkit dev {shlex.quote(spec)}", "serve it over HTTP, reloaded on change"),
+            (f"mcpkit list tools --stdio {started}", "start it for one command"),
+            (f"mcpkit call --stdio {started} TOOL key=value", "")]
+    width = max(len(command) for command, _ in rows)
+    tries = "".join(f"  {command.ljust(width)}  {what}".rstrip() + "\n"
+                    for command, what in rows)
+    return (f"mcpkit: serving {name!r} over stdio, for an MCP host that starts it: it reads "
+            "MCP messages (JSON-RPC) on stdin, so typing here does nothing useful. To try it "
+            f"from a shell:\n{tries}Ctrl-C stops it.\n")
 
 
 # ---------------------------------------------------------------------- main
@@ -181,6 +201,7 @@ def _client_parser(sub: Any, name: str, helptext: str, usage: str) -> argparse.A
     sp.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                     help="seconds per request, default 30 "
                     "(time spent answering the server's questions is not counted)")
+    _wait_arg(sp)
     sp.add_argument("--era", choices=["auto", "stateful", "stateless"],
                     help="the protocol era: stateful (2025-11-25 and before, the default), "
                     "stateless (2026-07-28), or auto (the newest both speak; the default "
@@ -191,6 +212,13 @@ def _client_parser(sub: Any, name: str, helptext: str, usage: str) -> argparse.A
     sp.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr")
     _auth_args(sp)
     return sp
+
+
+def _wait_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--wait", type=float, default=waiting.DEFAULT, metavar="SECONDS",
+                    help="http(s): while nothing listens at the URL (a server still "
+                    f"starting), try again for up to SECONDS, default {waiting.DEFAULT:g}; "
+                    "0: fail at once")
 
 
 def _auth_args(sp: argparse.ArgumentParser) -> None:
@@ -256,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--fail-on", choices=["must", "should", "lint", "never"], default="must",
                      help="exit 1 when a finding at this level (or worse) failed")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    _wait_arg(chk)
     _auth_args(chk)
     chk.add_argument("--wrong-audience-token", metavar="TOKEN",
                      help="http(s): a token issued for another server, which the server "
@@ -303,6 +332,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise UsageError("--wrong-audience-token is not a bearer token (RFC 6750)")
         target = Target(url=target_spec, headers=headers, timeout=args.timeout,
                         token=token, wrong_audience_token=wrong)
+        anyio.run(waiting.until_listening, target_spec, args.wait)
     report = anyio.run(run_check, target, args.era, args.call_tools)
     try:
         return checking.output(args, [report], prep)
