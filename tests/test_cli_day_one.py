@@ -263,3 +263,31 @@ def test_dev_without_a_node_for_the_inspector_does_not_suggest_it(
                     f"`mcpkit call {url} TOOL ...`, or connect any MCP client to it "
                     "(Streamable HTTP)\n"), lines
     assert "npx" not in said.split("(with npx)")[-1]
+
+
+def test_dev_stopped_while_starting_leaves_no_server_behind(tmp_path: Path) -> None:
+    """A script's ``kill %1`` may come while ``mcpkit dev`` is still starting its server
+    (seen while testing item 6 on main: the child lived on, holding the port). SIGTERM
+    then stops the child too."""
+    import socket
+
+    file = tmp_path / "server.py"
+    file.write_text("import time\ntime.sleep(1.5)  # a slow import\n" + SERVER)
+    port = free_port()
+    proc = subprocess.Popen([PY, "-m", "mcpkit", "dev", str(file), "--port", str(port),
+                             "--no-inspector"], stdout=subprocess.DEVNULL,
+                            stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        time.sleep(2.5)  # the check import is done; the server child is importing
+        proc.send_signal(signal.SIGTERM)
+        status = proc.wait(30)
+        time.sleep(3)  # an orphaned child would listen by now
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", port)) != 0, "the server outlived mcpkit dev"
+    finally:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)  # (what is left of its group, if anything)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+    assert status == 0
