@@ -17,7 +17,8 @@ Every request needs ``notes:read``; adding and deleting notes need ``notes:write
 (a read-only token gets HTTP 403 ``insufficient_scope`` naming both). ``--token`` options:
 ``--scope S`` (repeatable; default both scopes), ``--audience URL`` (default this server's
 URL, the only audience it accepts: try another to see it refused), ``--expires-in
-SECONDS`` (default 3600; 0 or less makes an expired one), ``--subject NAME``.
+SECONDS`` (default 3600; the server allows 60 s of clock skew, so -61 or less makes an
+expired one), ``--subject NAME``.
 
 The development issuer is a key pair made on first use in the state directory
 (``--state-dir``, else ``$MCPKIT_STATE_DIR``, else ``$XDG_STATE_HOME/mcpkit/protected_notes``,
@@ -45,6 +46,7 @@ from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
 ISSUER = "https://dev-issuer.invalid"  # .invalid: a name that can never resolve
 SCOPES = ["notes:read", "notes:write"]
 KEY_ID = "dev-1"
+LEEWAY = 60  # seconds of clock skew the verifier allows: a token expires LEEWAY s after exp
 
 
 def state_dir(given: str | None) -> Path:
@@ -76,7 +78,8 @@ def dev_auth(directory: Path, resource: str) -> Auth:
     """Tokens of the development issuer, for this server only, with ``notes:read``."""
     public = signing_key(directory).as_dict(private=False)
     return Auth(
-        JWTVerifier(issuer=ISSUER, audience=resource, jwks={"keys": [public]}),
+        JWTVerifier(issuer=ISSUER, audience=resource, jwks={"keys": [public]},
+                    leeway=LEEWAY),
         resource=ProtectedResource(resource, [ISSUER], scopes_supported=SCOPES,
                                    resource_name="Notes (development issuer)"),
         required_scopes=["notes:read"],
@@ -102,7 +105,9 @@ def main() -> int:
     parser.add_argument("--state-dir", help="where the development issuer's key is kept")
     parser.add_argument("--scope", action="append", help="with --token: a scope to grant")
     parser.add_argument("--audience", help="with --token: the server the token is for")
-    parser.add_argument("--expires-in", type=int, default=3600, help="with --token: seconds")
+    parser.add_argument("--expires-in", type=int, default=3600, help=(
+        f"with --token: seconds until it expires (default 3600); the server allows {LEEWAY} s "
+        f"of clock skew, so {-LEEWAY - 1} or less makes an expired one"))
     parser.add_argument("--subject", default="dev-user", help="with --token: the user")
     opts = parser.parse_args()
     directory = state_dir(opts.state_dir)

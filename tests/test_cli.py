@@ -243,7 +243,7 @@ def test_verbose_lets_server_stderr_through() -> None:
 
 def test_nothing_listening_exits_2_and_says_so() -> None:
     port = free_port()
-    res = mcpkit("list", "tools", f"http://127.0.0.1:{port}/mcp")
+    res = mcpkit("list", "tools", "--wait", "0", f"http://127.0.0.1:{port}/mcp")
     assert res.returncode == 2
     (line,) = error_lines(res)
     assert line == (f"mcpkit: error: cannot reach http://127.0.0.1:{port}/mcp: nothing is "
@@ -280,8 +280,10 @@ def test_http_error_status_is_not_unreachable() -> None:
         httpd.server_close()
     assert res.returncode == 1, res.stderr
     assert "nothing is listening" not in res.stderr
-    assert error_lines(res)[-1].endswith("; check the URL's path: it must be the server's MCP "
-                                         "endpoint (mcpkit run --http serves /mcp)")
+    assert error_lines(res)[-1] == (
+        "mcpkit: error: cannot start the session: HTTP 404 from the server (and it has no "
+        "HTTP+SSE (2024-11-05) endpoint either); check the URL's path: it must be the "
+        "server's MCP endpoint")  # (its HTML error page says nothing more)
 
 
 # ---------------------------------------------------------------------- read, prompt

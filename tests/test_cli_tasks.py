@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 
 import anyio
 import pytest
@@ -48,10 +49,14 @@ def test_call_task_of_a_failing_tool_exits_1() -> None:
     assert "input data was rejected" in res.stderr
 
 
-def test_call_task_of_a_forbidden_tool_exits_1() -> None:
+def test_call_task_of_a_forbidden_tool_is_a_usage_error_in_the_commands_words() -> None:
+    """Issue #26 item 10: exit 2 (what cli.md documents for a wrong call), and the
+    command's option named, not the Python API's ``task=``."""
     res = mcpkit("call", "--stdio", EVERYTHING, "greet", "name=Ada", "--task")
-    assert res.returncode == 1
-    assert "cannot run as a task" in res.stderr and "without task=" in res.stderr
+    assert res.returncode == 2
+    (line,) = error_lines(res)
+    assert line == ("mcpkit: error: tool 'greet' cannot run as a task (its "
+                    "execution.taskSupport is 'forbidden' or absent); call it without --task")
 
 
 def test_tasks_needs_a_task_id() -> None:
@@ -77,7 +82,7 @@ def test_tasks_get_cancel_result_over_http() -> None:
         task_id = anyio.run(start)
         got = mcpkit("tasks", "get", live.url, task_id)
         assert got.returncode == 0, got.stderr
-        assert got.stdout.split()[:2] == [task_id, "working"]
+        assert got.stdout.split()[:3] == [task_id, "working:", "progress"]  # (its progress)
         cancel = mcpkit("tasks", "cancel", live.url, task_id)
         assert cancel.returncode == 0, cancel.stderr
         assert cancel.stdout.strip() == f"cancellation of task {task_id} requested"
@@ -90,8 +95,38 @@ def test_tasks_get_cancel_result_over_http() -> None:
         assert result.returncode == 1 and "was cancelled" in result.stderr
         unknown = mcpkit("tasks", "get", live.url, "no-such-task")
         assert unknown.returncode == 1 and "-32602" in unknown.stderr
-        listing = mcpkit("tasks", "list", live.url)
-        assert listing.returncode == 1 and "reached by its id" in listing.stderr
+        listing = mcpkit("tasks", "list", live.url)  # issue #26 item 10: what to do instead
+        assert listing.returncode == 2
+        (line,) = error_lines(listing)
+        assert line == ("mcpkit: error: this server's tasks (the 2026-07-28 tasks extension) "
+                        "cannot be listed: the extension has no tasks/list. A task is reached "
+                        "by its id, which mcpkit call --task prints ('task ID: created'): "
+                        f"mcpkit tasks get|result|cancel {live.url} TASK_ID")
+
+
+def test_call_task_over_http_shows_the_progress_of_an_extension_task() -> None:
+    """Issue #26 item 7: over HTTP ``--task`` speaks the 2026-07-28 extension, which has
+    no progress notifications for tasks; the server carries progress in the task's
+    ``statusMessage``, and the command shows each one it polls."""
+    with LiveServer(everything_server().asgi_app()) as live:
+        res = mcpkit("call", "--task", live.url, "slow_compute", "seconds:=2", timeout=30)
+    assert res.returncode == 0, res.stderr
+    assert res.stdout.strip() == "Computed result in 2s"
+    lines = error_lines(res)
+    task_id = lines[0].split()[1].rstrip(":")
+    assert lines[0] == f"task {task_id}: created"
+    shown = [line.rsplit(": ", 1)[1] for line in lines
+             if line.startswith(f"task {task_id}: status working: ")]
+    assert shown and all(re.fullmatch(r"progress [1-8]/8 \(\d+%\)", s) for s in shown), lines
+    assert lines[-1] == f"task {task_id}: status completed"
+
+
+def test_live_shows_a_status_message_on_a_terminal() -> None:
+    out = Terminal()
+    live = Live(out, "t1")
+    live.changed("working", "progress 1/4 (25%)")
+    live.end()
+    assert out.getvalue() == "\r\x1b[2Ktask working        progress 1/4 (25%)\n"
 
 
 class Terminal(io.StringIO):

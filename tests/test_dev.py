@@ -4,7 +4,7 @@ a broken one.
 The real command runs in a subprocess on a free loopback port with a server file in a
 temporary directory; the test edits the file as a developer would and calls the server
 with mcpkit's client after each step. Without Node on the PATH the command says how to
-connect an Inspector by hand. Every wait is bounded; the process group is stopped at the
+call the server by hand. Every wait is bounded; the process group is stopped at the
 end and the port must be free again (no orphaned server).
 """
 
@@ -109,7 +109,9 @@ def test_serves_reloads_and_keeps_the_old_version_when_the_new_one_breaks(
     dev = Dev(file, port)
     try:
         dev.wait_for(f"serving {url}")
-        assert "connect an Inspector with `npx" in dev.wait_for("Inspector")
+        said = dev.wait_for("Inspector")  # no Node here: how to call it by hand
+        assert f"call the server with `mcpkit list tools {url}`" in said
+        assert "npx @" not in said  # (no Inspector to start with it)
         assert anyio.run(answer, url) == "one"
 
         save(file, VERSION.format(text="two"))

@@ -82,7 +82,8 @@ def test_entry_is_added_beside_everything_else(tmp_path: Path,
     assert after["mcpServers"]["other"] == before["mcpServers"]["other"]
     assert after["mcpServers"]["notes"] == {
         "type": "stdio", "command": sys.executable,
-        "args": ["-m", "mcpkit", "run", str(NOTES)], "env": {"NOTES_DB": "/tmp/n.db"}}
+        "args": ["-m", "mcpkit", "run", "--cwd", os.getcwd(), str(NOTES)],
+        "env": {"NOTES_DB": "/tmp/n.db"}}
     assert json.loads((tmp_path / ".claude.json.bak").read_text()) == before
     assert stat.S_IMODE(config.stat().st_mode) == 0o640  # permissions kept
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".claude.json.")] == [
@@ -114,10 +115,13 @@ def test_same_name_needs_force_and_reinstall_is_idempotent(
 def test_vscode_uses_servers_and_print_writes_nothing(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     config = tmp_path / "mcp.json"
-    code, out, _ = run_cli("install", "vscode", str(NOTES), "--config", str(config),
-                           "--print", capsys=capsys)
+    code, out, err = run_cli("install", "vscode", str(NOTES), "--config", str(config),
+                             "--print", "--cwd", str(tmp_path), capsys=capsys)
     assert code == 0 and not config.exists()
     assert json.loads(out)["servers"]["notes"]["type"] == "stdio"
+    assert err == (f"mcpkit: 'notes' would be added to {config}; it runs in {tmp_path}: the "
+                   "files it opens by a relative path (its data) are there (--cwd DIR to "
+                   "choose another)\n")  # (issue #26 item 9: where data goes)
 
 
 def test_files_that_are_not_plain_json_are_left_alone(
@@ -191,7 +195,65 @@ def test_cli_with_a_temporary_home(tmp_path: Path) -> None:
                           env=env, capture_output=True, text=True, timeout=60, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     written = json.loads((tmp_path / "cfg" / "Code" / "User" / "mcp.json").read_text())
-    assert written["servers"]["notes"]["args"] == ["-m", "mcpkit", "run", str(NOTES)]
+    assert written["servers"]["notes"]["args"] == ["-m", "mcpkit", "run", "--cwd",
+                                                   str(tmp_path.resolve()), str(NOTES)]
     proc = subprocess.run([sys.executable, "-m", "mcpkit", "install", "--help"], env=env,
                           capture_output=True, text=True, timeout=60)
     assert "mcpkit install claude-desktop notes.py" in proc.stdout
+
+
+QUICKSTART_NOTES = '''
+import json
+from pathlib import Path
+
+from mcpkit import Server
+
+server = Server("notes")
+STORE = Path("notes.json")  # as the quickstart keeps it: relative to where it runs
+
+
+@server.tool
+def notes_add(title: str) -> int:
+    """Save a note."""
+    notes = json.loads(STORE.read_text()) if STORE.exists() else []
+    STORE.write_text(json.dumps([*notes, title]))
+    return len(notes) + 1
+
+
+@server.tool
+def notes_list() -> list[str]:
+    """Every note."""
+    return json.loads(STORE.read_text()) if STORE.exists() else []
+'''
+
+
+@pytest.mark.anyio
+async def test_data_kept_by_a_relative_path_is_found_wherever_the_host_starts_it(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue #26 item 9: installed from its folder, the quickstart's server kept
+    ``notes.json`` wherever the host started it (a host started from ``/`` listed no
+    notes). The entry runs it in the folder it was installed from, whatever the host's
+    working directory; ``--cwd`` chooses another."""
+    project, elsewhere = tmp_path / "project", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    (project / "notes.py").write_text(QUICKSTART_NOTES)
+    config = tmp_path / "claude_desktop_config.json"
+    monkeypatch.chdir(project)
+    code, out, _ = run_cli("install", "claude-desktop", "notes.py", "--config", str(config),
+                           capsys=capsys)
+    assert code == 0 and f"it runs in {project}: the files it opens" in out
+    entry: dict[str, Any] = json.loads(config.read_text())["mcpServers"]["notes"]
+    command = [entry["command"], *entry["args"]]
+    with anyio.fail_after(30):
+        async with Client(Stdio(command, cwd=str(elsewhere)), timeout=15) as client:
+            assert (await client.call_tool("notes_add", {"title": "milk"})).text == "1"
+        async with Client(Stdio(command, cwd="/"), timeout=15) as client:  # another start
+            assert (await client.call_tool("notes_list")).structured_content == {
+                "result": ["milk"]}
+    assert json.loads((project / "notes.json").read_text()) == ["milk"]
+    assert list(elsewhere.iterdir()) == []
+    code, _, err = run_cli("install", "claude-desktop", "notes.py", "--config", str(config),
+                           "--cwd", str(tmp_path / "none"), "--force", capsys=capsys)
+    assert code == 1 and "--cwd" in err and "no such directory" in err

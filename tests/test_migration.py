@@ -63,3 +63,22 @@ def test_the_converted_server_answers_like_the_original() -> None:
     assert ours["listed"] == {"result": ours["added"]}
     assert ours["empty"] == (True, None, True) and ours["missing_is_error"] is True
     assert ours["read"] == [("todo://2", "call Ada")]
+
+
+def test_the_guides_commands_install_the_sdk_they_run() -> None:
+    """Issue #26 item 12: the guide's command line runs ``sdk_todo.py``, which imports the
+    official SDK that mcpkit does not depend on; the block installs the version the
+    example is written for (the one the dev extras pin) before running it."""
+    import re
+    import tomllib
+
+    from tests.test_docs_examples import blocks
+
+    pins = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"]["dev"]
+    (pin,) = [p for p in pins if re.fullmatch(r"mcp==[\d.]+", p)]
+    runs = [b.body for b in blocks(ROOT / "docs" / "migration.md") if b.mark == "run"]
+    (block,) = [b for b in runs if "sdk_todo.py" in b]
+    lines = block.splitlines()
+    first = next(i for i, line in enumerate(lines) if "sdk_todo.py" in line)
+    assert f'pip install "{pin}"' in lines[:first], block

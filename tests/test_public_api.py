@@ -69,3 +69,20 @@ def test_importing_the_client_leaves_the_auth_modules_alone() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True).stdout.strip()
     assert out == "[]", f"importing mcpkit.client loaded {out}"
+
+
+def test_the_api_pages_table_lists_exactly_the_public_names() -> None:
+    """Issue #26 item 12: docs/api.md opens with a table of every name of ``__all__``, one
+    line each (readable where ``:::`` directives are not: the repository browser); a name
+    added, removed or renamed without the table fails here."""
+    import re
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parents[1] / "docs" / "api.md").read_text()
+    start = page.index("<!-- public-names:")
+    assert start < page.index(":::")  # the overview comes first
+    rows = re.findall(r"^\| `([^`]+)` \| (.+) \|$", page[start:].split("\n\n", 1)[0], re.M)
+    names = [name for name, _ in rows]
+    assert len(names) == len(set(names)), names
+    assert set(names) == set(mcpkit.__all__), set(names) ^ set(mcpkit.__all__)
+    assert all(len(text.strip()) > 10 for _, text in rows)

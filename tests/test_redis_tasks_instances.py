@@ -227,3 +227,24 @@ async def test_a_stopped_instances_running_task_ends_failed_at_once(
         failed = await get(http, survivor.url, task_id)
         assert failed["status"] == "failed", failed
         assert failed["statusMessage"] == "The server stopped this task before it finished."
+
+
+async def test_an_extension_tasks_progress_reaches_the_other_instances(
+        three: list[LiveServer], http: httpx.AsyncClient) -> None:
+    """Issue #26 item 7: the extension has no progress notifications for tasks; the
+    running instance stores each progress as the task's statusMessage, at most once per
+    poll interval (500 ms), so a poll on another instance shows it."""
+    a, b, _ = three
+    task_id = await create(http, a.url, "slow_compute", {"seconds": 3})  # 12 reports
+    seen: list[str] = []
+    with anyio.fail_after(10):
+        while True:
+            got = await get(http, b.url, task_id)
+            if got["status"] == "completed":
+                break
+            if "statusMessage" in got and got["statusMessage"] not in seen:
+                seen.append(got["statusMessage"])
+            await anyio.sleep(0.05)
+    assert seen and all(s.startswith("progress ") and s.endswith("%)") for s in seen), seen
+    assert len(seen) <= 8  # stored at most every 500 ms over ~3 s, not 12 times
+    assert "statusMessage" not in got  # the end replaced it

@@ -314,3 +314,34 @@ async def test_listen_stream_reports_task_status() -> None:
             assert note["params"]["_meta"][SUB] == ack["params"]["_meta"][SUB]
             assert {"createdAt", "lastUpdatedAt", "ttlMs"} <= set(note["params"])
             tg.cancel_scope.cancel()
+
+
+async def test_progress_of_an_extension_task_is_its_status_message() -> None:
+    """Issue #26 item 7: the extension has no progress notifications for tasks, so a task
+    handler's ``ctx.report_progress`` becomes the task's ``statusMessage`` (SEP-2663:
+    "progress descriptions for working"), which the next ``tasks/get`` shows; a value
+    that does not grow is dropped, as for notifications; the end replaces it."""
+    server = Server("progress")
+    step = anyio.Event()
+    go = anyio.Event()
+
+    @server.tool(task="optional")
+    async def copy(ctx: Context) -> str:
+        await ctx.report_progress(1, 4, "copying a.txt")
+        await ctx.report_progress(1, 4, "not shown: no progress")
+        step.set()
+        await go.wait()
+        await ctx.report_progress(3, None)
+        return "copied"
+
+    async with raw_peer(server, MODERN) as peer:
+        created = await create(peer, "copy", {})
+        task_id = created["taskId"]
+        with anyio.fail_after(5):
+            await step.wait()
+        got = (await call(peer, "tasks/get", {"taskId": task_id}))["result"]
+        assert (got["status"], got["statusMessage"]) == ("working",
+                                                         "progress 1/4 (25%): copying a.txt")
+        go.set()
+        done = await poll(peer, task_id, ("completed",))
+        assert "statusMessage" not in done and done["result"]["content"][0]["text"] == "copied"

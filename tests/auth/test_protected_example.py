@@ -122,6 +122,27 @@ def test_bad_tokens_are_refused_with_the_reason(served: Served, options: tuple[s
         assert "refused the access token (HTTP 401)" in res.stderr and reason in res.stderr
 
 
+def test_the_expiry_the_help_promises_is_the_one_the_server_applies(served: Served) -> None:
+    """Issue #26 item 12: "0 or less makes an expired one" was false within the verifier's
+    60 s of clock skew. The threshold the example states (its --help and its docstring
+    alike) makes an expired token, and a token just inside it is still taken."""
+    import re
+
+    helped = subprocess.run([PY, EXAMPLE, "--help"], capture_output=True, text=True,
+                            timeout=30, check=True).stdout
+    (stated,) = re.findall(r"(-\d+) or less makes an\s+expired one", " ".join(helped.split()))
+    docstring = subprocess.run([PY, "-c", "import ast, sys; print(ast.get_docstring(ast.parse("
+                                "open(sys.argv[1]).read())))", EXAMPLE],
+                               capture_output=True, text=True, timeout=30, check=True).stdout
+    assert f"{stated} or less makes an expired one" in " ".join(docstring.split())
+    expired = mcpkit("list", "tools", "--token", served.token("--expires-in", stated),
+                     served.url)
+    assert expired.returncode == 1 and "the token has expired" in expired.stderr
+    inside = mcpkit("list", "tools", "--token",
+                    served.token("--expires-in", str(int(stated) + 5)), served.url)
+    assert inside.returncode == 0, inside.stderr
+
+
 def test_the_key_is_private_and_reused(served: Served) -> None:
     key = served.state / "dev_issuer_key.json"
     first = served.token()

@@ -4,9 +4,10 @@ Used by tests/test_readme.py (README.md) and tests/test_docs_examples.py (docs/*
 ``.venv/bin/`` becomes the folder of the interpreter running the tests, which is also put
 first on ``PATH`` (so a page may write ``mcpkit ...`` as an activated venv would), and port
 8765 becomes a free one. ``NAME=value`` sets a variable for the following lines, a line
-ending in ``&`` starts a server in the background (the next line runs once it printed its
-start-up line, which names its ``http://`` URL), ``kill %1`` stops the oldest one (it must
-exit 0), and any other line must exit 0 within ``LIMIT`` seconds. HOME is a scratch folder
+ending in ``&`` starts a server in the background and the next line runs at once, as in a
+person's shell (a command that connects to it waits for it: ``--wait``), ``kill %1``
+stops the oldest one (it must exit 0, and its first line on stderr must have named its
+``http://`` URL), and any other line must exit 0 within ``LIMIT`` seconds. HOME is a scratch folder
 of its own: ``mcpkit install`` writes host configurations under it.
 """
 
@@ -14,7 +15,6 @@ from __future__ import annotations
 
 import os
 import re
-import select
 import shlex
 import signal
 import subprocess
@@ -56,14 +56,11 @@ class Shell:
             proc.send_signal(signal.SIGTERM)
             _, err = proc.communicate(timeout=15)
             assert proc.returncode == 0, err
+            assert "http://" in err.split("\n", 1)[0], f"no start-up line naming the URL: {err}"
         elif text.endswith("&"):
             proc = subprocess.Popen(["bash", "-c", text[:-1]], cwd=self.cwd, env=self.env,
                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
             self.background.append(proc)
-            assert proc.stderr is not None
-            ready, _, _ = select.select([proc.stderr], [], [], 20)
-            assert ready, f"{raw!r} printed no start-up line"
-            assert "http://" in proc.stderr.readline()
         else:
             res = subprocess.run(["bash", "-c", text], cwd=self.cwd, env=self.env,
                                  capture_output=True, text=True, timeout=LIMIT)

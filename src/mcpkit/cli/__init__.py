@@ -37,7 +37,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from . import calls, checking, completion, dev, install, login, proxying
+from . import calls, checking, completion, dev, install, login, proxying, waiting
 from .calls import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .loading import LoadError, load_server
 
@@ -62,7 +62,15 @@ def cmd_run(args: argparse.Namespace) -> int:
         raise UsageError("--host, --port and --path are for --http; stdio needs none of them")
     if not args.http and args.drain is not None:
         raise UsageError(DRAIN_STDIO)
-    server = _load_server_or_usage(args.file)
+    spec = args.file
+    if args.cwd is not None:  # (mcpkit install writes it: a host starts servers anywhere)
+        path, sep, obj = spec.partition(":")
+        spec = os.path.abspath(path) + sep + obj
+        try:
+            os.chdir(args.cwd)
+        except OSError as exc:
+            raise UsageError(f"--cwd {args.cwd}: {exc.strerror or exc}") from None
+    server = _load_server_or_usage(spec)
     if args.http:
         if args.path is not None and not args.path.startswith("/"):
             raise UsageError(f"--path must start with '/', e.g. /mcp (got {args.path!r})")
@@ -71,6 +79,9 @@ def cmd_run(args: argparse.Namespace) -> int:
         server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
                    else args.port, path=args.path or "/mcp", **drain_option(args))
     else:
+        if sys.stdin.isatty():
+            sys.stderr.write(_on_a_terminal(args.file, server.name))
+            sys.stderr.flush()
         server.run()
     return EXIT_OK
 
@@ -88,6 +99,23 @@ def drain_option(args: argparse.Namespace) -> dict[str, float]:
     if not args.drain >= 0:
         raise UsageError(f"--drain must be a number of seconds >= 0 (got {args.drain})")
     return {"drain": args.drain}
+
+
+def _on_a_terminal(spec: str, name: str) -> str:
+    """What ``mcpkit run FILE`` says when stdin is a terminal: a person started it, not a
+    host, and a stdio server waiting for MCP messages on stdin otherwise looks hung."""
+    import shlex
+
+    started = shlex.quote(f"mcpkit run {spec}")
+    rows = [(f"mcpkit dev {shlex.quote(spec)}", "serve it over HTTP, reloaded on change"),
+            (f"mcpkit list tools --stdio {started}", "start it for one command"),
+            (f"mcpkit call --stdio {started} TOOL key=value", "")]
+    width = max(len(command) for command, _ in rows)
+    tries = "".join(f"  {command.ljust(width)}  {what}".rstrip() + "\n"
+                    for command, what in rows)
+    return (f"mcpkit: serving {name!r} over stdio, for an MCP host that starts it: it reads "
+            "MCP messages (JSON-RPC) on stdin, so typing here does nothing useful. To try it "
+            f"from a shell:\n{tries}Ctrl-C stops it.\n")
 
 
 # ---------------------------------------------------------------------- main
@@ -190,6 +218,7 @@ def _client_parser(sub: Any, name: str, helptext: str, usage: str) -> argparse.A
     sp.add_argument("--timeout", type=float, default=30.0, metavar="SECONDS",
                     help="seconds per request, default 30 "
                     "(time spent answering the server's questions is not counted)")
+    _wait_arg(sp)
     sp.add_argument("--era", choices=["auto", "stateful", "stateless"],
                     help="the protocol era: stateful (2025-11-25 and before, the default), "
                     "stateless (2026-07-28), or auto (the newest both speak; the default "
@@ -200,6 +229,13 @@ def _client_parser(sub: Any, name: str, helptext: str, usage: str) -> argparse.A
     sp.add_argument("-v", "--verbose", action="store_true", help="show the server's stderr")
     _auth_args(sp)
     return sp
+
+
+def _wait_arg(sp: argparse.ArgumentParser) -> None:
+    sp.add_argument("--wait", type=float, default=waiting.DEFAULT, metavar="SECONDS",
+                    help="http(s): while nothing listens at the URL (a server still "
+                    f"starting), try again for up to SECONDS, default {waiting.DEFAULT:g}; "
+                    "0: fail at once")
 
 
 def _auth_args(sp: argparse.ArgumentParser) -> None:
@@ -224,6 +260,8 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--port", type=int, help="with --http: port (default 8000)")
     run.add_argument("--path", help="with --http: endpoint path (default /mcp)")
     run.add_argument("--drain", type=float, metavar="SECONDS", help=DRAIN_HELP)
+    run.add_argument("--cwd", metavar="DIR", help="run in DIR, where the server's relative "
+                     "paths (its data files) resolve (mcpkit install writes it)")
 
     lst = _client_parser(sub, "list", "list tools, resources, templates or prompts",
                          f"{{tools,resources,templates,prompts}} [options] {TARGET}")
@@ -264,6 +302,7 @@ def _parser() -> argparse.ArgumentParser:
     chk.add_argument("--fail-on", choices=["must", "should", "lint", "never"], default="must",
                      help="exit 1 when a finding at this level (or worse) failed")
     chk.add_argument("--timeout", type=float, default=5.0, help="seconds per request")
+    _wait_arg(chk)
     _auth_args(chk)
     chk.add_argument("--wrong-audience-token", metavar="TOKEN",
                      help="http(s): a token issued for another server, which the server "
@@ -311,6 +350,7 @@ def cmd_check(args: argparse.Namespace) -> int:
             raise UsageError("--wrong-audience-token is not a bearer token (RFC 6750)")
         target = Target(url=target_spec, headers=headers, timeout=args.timeout,
                         token=token, wrong_audience_token=wrong)
+        anyio.run(waiting.until_listening, target_spec, args.wait)
     report = anyio.run(run_check, target, args.era, args.call_tools)
     try:
         return checking.output(args, [report], prep)

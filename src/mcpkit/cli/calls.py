@@ -28,11 +28,13 @@ import os
 import shlex
 import shutil
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from ..protocol.scopes import B64TOKEN
 from . import elicit, login, tasks
+from .hints import after_redirect, explain_http, show_stderr_tail
+from .waiting import Waiting, refused
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
@@ -304,55 +306,12 @@ class Clock:
                 self.scope.deadline = anyio.current_time() + max(0.0, self._left)
 
 
-def explain_http(exc: BaseException, sent_token: bool, url: str = "URL",
-                 stored: bool = False) -> str | None:
-    """What to tell the user when the server answered with an HTTP error status (found in
-    ``exc`` or what caused it) and what to do about it, else None. ``stored``: the token
-    was a stored login's."""
-    from ..protocol.errors import TransportError
-
-    seen: BaseException | None = exc
-    while seen is not None and not isinstance(seen, TransportError):
-        seen = seen.__cause__
-    if seen is None or seen.status is None:
-        return None
-    if seen.status in (404, 405):
-        return (f"{exc}; check the URL's path: it must be the server's MCP endpoint "
-                "(mcpkit run --http serves /mcp)")
-    if seen.status >= 500:
-        return f"{exc}; the server failed: its log says why"
-    if seen.status not in (401, 403):
-        return None
-    if seen.status == 401 and stored:
-        return ("the server refused the stored login's access token (HTTP 401): log in "
-                f"again: mcpkit login {url} ({seen})")
-    if seen.status == 401 and sent_token:
-        return ("the server refused the access token (HTTP 401): it is invalid, expired or "
-                f"for another server; get a new one for this server ({seen})")
-    if seen.status == 401:
-        return ("the server requires authorization (HTTP 401): log in with: mcpkit login "
-                f"{url}, or give an access token with --token TOKEN or $MCPKIT_TOKEN ({seen})")
-    return ("the server refused this token (HTTP 403): it lacks a scope this needs; get a "
-            f"token with the scopes the server names ({seen})")
-
-
-def show_stderr_tail(stderr: Any) -> None:
-    """The last lines a launched server wrote to stderr: usually why it failed."""
-    if stderr is None:
-        return
-    stderr.seek(0)
-    tail = stderr.read().strip().splitlines()[-5:]
-    if tail:
-        sys.stderr.write("mcpkit: the server's last stderr lines:\n")
-        sys.stderr.write("".join(f"  {line}\n" for line in tail))
-
-
 # ---------------------------------------------------------------------- commands
 
 
 async def run(args: argparse.Namespace) -> int:
     """Run a client command; its exit status (see the module docstring)."""
-    from ..client import Client, Http, ServerUnreachable, Stdio
+    from ..client import ServerUnreachable
     from ..protocol.errors import MCPError, RemoteError, RequestTimeout
 
     where, rest = target(args, list(args.rest))
@@ -377,12 +336,11 @@ async def run(args: argparse.Namespace) -> int:
         # outlive this process's session; a 2025-11-25 task is bound to the session)
         tasks_too = args.command == "tasks" or getattr(args, "task", False)
         mode = "auto" if tasks_too and not isinstance(where, list) else "stateful"
+    waiting = None if isinstance(where, list) else Waiting(args.wait, where)
     try:
-        transport = Stdio(where, stderr=stderr) if isinstance(where, list) else Http(
-            where, headers=headers or None, auth=auth)
-        async with Client(transport, timeout=args.timeout, mode=mode,
-                          elicitation=asker, elicitation_modes=("form", "url")) as client:
-            return await _dispatch(client, args, rest, style, live, asker, where)
+        return await _connected(args, where, headers, auth, stderr, mode, waiting, asker,
+                                lambda client: _dispatch(client, args, rest, style, live,
+                                                         asker, where))
     except RemoteError as exc:
         sys.stderr.write(f"mcpkit: server error {exc.code}: {exc.message}\n")
         return EXIT_ERROR
@@ -390,8 +348,9 @@ async def run(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot start the server: {exc.strerror}: {exc.filename}; check "
                          "the --stdio command (installed? on PATH? executable?)") from None
     except ServerUnreachable as exc:
-        hint = "" if isinstance(where, list) else (
-            "; is the server running, and are the host, port and path right?")
+        hint = "" if waiting is None else (
+            f"{waiting.said()}; is the server running, and are the host, port and path "
+            "right?")
         sys.stderr.write(f"mcpkit: error: {exc}{hint}\n")
         show_stderr_tail(stderr)
         return EXIT_USAGE
@@ -404,6 +363,9 @@ async def run(args: argparse.Namespace) -> int:
         if str(exc).startswith("the server did not answer initialize"):  # HandshakeError
             said += ("; is it an MCP server (run it alone, or add -v, to see what it does)? "
                      "A slow start needs a longer --timeout")
+        if not isinstance(where, list):
+            moved = await after_redirect(exc, where, headers, args.timeout, mode)
+            said += f"; {moved}" if moved else ""
         sys.stderr.write(f"mcpkit: error: {said}\n")
         show_stderr_tail(stderr)
         return EXIT_ERROR
@@ -411,6 +373,27 @@ async def run(args: argparse.Namespace) -> int:
         live.end()
         if stderr is not None:
             stderr.close()
+
+
+async def _connected(args: argparse.Namespace, where: Any, headers: dict[str, str],
+                     auth: Any, stderr: Any, mode: Any, waiting: Waiting | None,
+                     asker: elicit.Asker, body: Callable[[Any], Awaitable[int]]) -> int:
+    """Run ``body`` with a client connected to ``where``; a URL where nothing listens yet
+    is tried again within ``--wait`` (cli/waiting.py)."""
+    from ..client import Client, Http, ServerUnreachable, Stdio
+
+    while True:
+        transport = Stdio(where, stderr=stderr) if isinstance(where, list) else Http(
+            where, headers=headers or None, auth=auth)
+        entered = False
+        try:
+            async with Client(transport, timeout=args.timeout, mode=mode, elicitation=asker,
+                              elicitation_modes=("form", "url")) as client:
+                entered = True
+                return await body(client)
+        except ServerUnreachable as exc:
+            if entered or waiting is None or not refused(exc) or not await waiting.again():
+                raise
 
 
 async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], style: Style,
@@ -424,7 +407,8 @@ async def _dispatch(client: Any, args: argparse.Namespace, rest: list[str], styl
     if args.command == "tasks":
         try:
             status, result = await tasks.tasks_command(
-                client, args.action, rest, args.json, lambda rows: table(rows, style))
+                client, args.action, rest, args.json, lambda rows: table(rows, style),
+                target_words(args, where))
         except ValueError as exc:
             raise UsageError(str(exc)) from None
         return status if result is None else print_result(result, args, style)
@@ -456,7 +440,7 @@ async def _list(client: Any, args: argparse.Namespace, style: Style) -> int:
 
 async def _call(client: Any, args: argparse.Namespace, rest: list[str], style: Style,
                 live: tasks.Live, asker: elicit.Asker, where: Any) -> int:
-    from ..protocol.errors import RequestTimeout
+    from ..protocol.errors import CapabilityNotSupported, RequestTimeout
 
     if not rest:
         raise UsageError("name the tool to call: mcpkit call TARGET TOOL [key=value ...] "
@@ -468,7 +452,12 @@ async def _call(client: Any, args: argparse.Namespace, rest: list[str], style: S
                                  f"tools {target_words(args, where)}"))
     arguments = parse_arguments(args.args, pairs, tools[name].input_schema)
     if args.task:
-        result = await tasks.call_as_task(client, name, arguments, args.ttl, live)
+        lasting = not isinstance(where, list) and client.stateless_version is not None
+        try:
+            result = await tasks.call_as_task(client, name, arguments, args.ttl, live,
+                                              target_words(args, where) if lasting else None)
+        except CapabilityNotSupported as exc:
+            raise UsageError(tasks.not_a_task(exc)) from None
         return print_result(result, args, style)
     live.name = name
     clock = Clock(args.timeout)

@@ -12,7 +12,8 @@ With Node.js (22.19 or newer) on the PATH, the official MCP Inspector is started
 (``npx -y @modelcontextprotocol/inspector --web --transport http --server-url URL``, so
 its connection form is filled in) and its address, with its session token, is printed
 once it is up; ``--no-inspector`` skips it. Without Node, or with an older one, mcpkit
-says how to connect an Inspector or call the server by hand. Ctrl-C stops everything.
+says so and how to call the server by hand (not how to start an Inspector that cannot
+run there). Ctrl-C stops everything.
 """
 
 from __future__ import annotations
@@ -185,14 +186,15 @@ def start_inspector(url: str) -> Inspector | None:
     """The Inspector for ``url``, its address said when it is up; None (with the reason
     said) when Node.js is missing or too old for it."""
     version = node_version()
+    need = ".".join(map(str, NODE_FOR_INSPECTOR))
     if version is None or shutil.which("npx") is None:
-        say(f"no Node.js here to run the MCP Inspector; {by_hand(url)}")
+        say(f"the MCP Inspector is not started: it needs Node.js {need} or newer (with npx), "
+            f"and there is none here; {by_hand(url, inspector=False)}")
         return None
     if version < NODE_FOR_INSPECTOR:
         found = ".".join(map(str, version))
-        need = ".".join(map(str, NODE_FOR_INSPECTOR))
-        say(f"the MCP Inspector needs Node.js {need} or newer (found {found}); "
-            f"{by_hand(url)}")
+        say(f"the MCP Inspector is not started: it needs Node.js {need} or newer (found "
+            f"{found}); {by_hand(url, inspector=False)}")
         return None
     inspector = Inspector(url, tempfile.TemporaryFile())
 
@@ -207,8 +209,12 @@ def start_inspector(url: str) -> Inspector | None:
     return inspector
 
 
-def by_hand(url: str) -> str:
-    """How to reach the server without a launched Inspector."""
+def by_hand(url: str, inspector: bool = True) -> str:
+    """How to reach the server without a launched Inspector; ``inspector``: whether this
+    machine can run one (no suggesting it right after saying its Node is too old)."""
+    if not inspector:
+        return (f"call the server with `mcpkit list tools {url}` and `mcpkit call {url} "
+                "TOOL ...`, or connect any MCP client to it (Streamable HTTP)")
     return (f"connect an Inspector with `npx {INSPECTOR}` (transport Streamable HTTP, URL "
             f"{url}), or call it: `mcpkit list tools {url}`")
 
@@ -219,6 +225,9 @@ def run(args: argparse.Namespace) -> int:
 
     python = sys.executable
     spec = args.file
+    # Until it serves, SIGTERM (a script's `kill %1`) stops it as Ctrl-C does: the child
+    # it may have started already is stopped with it, not left holding the port.
+    signal.signal(signal.SIGTERM, _interrupt)
     path = Path(spec.partition(":")[0])
     if not path.is_file():
         say(f"no such file: {path}")
@@ -250,6 +259,10 @@ def run(args: argparse.Namespace) -> int:
         server.close()
         if inspector is not None:
             inspector.stop()
+
+
+def _interrupt(*_: Any) -> None:
+    raise KeyboardInterrupt
 
 
 def _stop_on_signals() -> Any:

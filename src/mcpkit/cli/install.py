@@ -1,9 +1,17 @@
 """``mcpkit install HOST FILE[:OBJECT]``: register a server with an MCP host.
 
 Writes one entry in the host's MCP configuration so the host starts the server over
-stdio with this interpreter: ``PYTHON -m mcpkit run /abs/FILE[:OBJECT]``, plus the
-environment given with ``--env KEY=VALUE`` / ``--env-file``. The hosts and their files
-(the paths and keys are :mod:`mcpkit.check.hosts`'s, shared with ``mcpkit check --config``):
+stdio with this interpreter: ``PYTHON -m mcpkit run --cwd DIR /abs/FILE[:OBJECT]``, plus
+the environment given with ``--env KEY=VALUE`` / ``--env-file``. A host starts its
+servers wherever it likes (often ``/``), so the entry names the directory the server
+runs in: ``--cwd``, by default the current one — where ``mcpkit call --stdio "python
+FILE"`` ran it while it was written — so a server that keeps its data by a relative path
+(the quickstart's ``notes.json``, ``examples/notes.py``'s ``notes.db``) finds it there.
+None of the four hosts' formats documents a working-directory field, so it is an
+argument of ``mcpkit run``. The command says where that is, ``--print`` included.
+
+The hosts and their files (the paths and keys are :mod:`mcpkit.check.hosts`'s, shared
+with ``mcpkit check --config``):
 
 =============== ============================================== ========= ===========
 host            file (user scope; project scope in the cwd)      key       entry type
@@ -90,11 +98,15 @@ def parse_env(pairs: list[str], files: list[str]) -> dict[str, str]:
     return env
 
 
-def entry_for(host: str, spec: str, env: dict[str, str], python: str) -> dict[str, Any]:
-    """The host's entry that starts ``spec`` (FILE[:OBJECT]) with ``python``."""
+def entry_for(host: str, spec: str, env: dict[str, str], python: str,
+              cwd: Path | None = None) -> dict[str, Any]:
+    """The host's entry that starts ``spec`` (FILE[:OBJECT]) with ``python``, in the
+    directory ``cwd`` (absolute; None: wherever the host starts it)."""
     path, sep, obj = spec.partition(":")
     target = str(Path(path).resolve()) + (f":{obj}" if sep else "")
-    entry: dict[str, Any] = {"command": python, "args": ["-m", "mcpkit", "run", target]}
+    where = ["--cwd", str(cwd)] if cwd is not None else []
+    entry: dict[str, Any] = {"command": python,
+                             "args": ["-m", "mcpkit", "run", *where, target]}
     if host in ("claude-code", "vscode"):
         entry = {"type": "stdio", **entry}
     if env:
@@ -151,7 +163,10 @@ def install(args: argparse.Namespace, load_server: Callable[[str], Any],
         raise InstallError(f"{name!r} cannot name a server entry; give --name with "
                            "letters, digits, '_', '.' or '-'")
     env = parse_env(args.env, args.env_file)
-    entry = entry_for(args.host, args.file, env, args.python or sys.executable)
+    cwd = Path(args.cwd or ".").resolve()
+    if not cwd.is_dir():
+        raise InstallError(f"--cwd {args.cwd}: no such directory")
+    entry = entry_for(args.host, args.file, env, args.python or sys.executable, cwd)
     path = Path(args.config) if args.config else config_path(args.host, args.scope)
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -166,12 +181,16 @@ def install(args: argparse.Namespace, load_server: Callable[[str], Any],
     if not isinstance(document, dict):
         raise InstallError(f"{path} does not hold a JSON object; fix it first")
     result = json.dumps(merged(document, args.host, name, entry, args.force), indent=2) + "\n"
+    runs_in = (f"it runs in {cwd}: the files it opens by a relative path (its data) are "
+               "there (--cwd DIR to choose another)")
     if args.print:
         out.write(result)
+        sys.stderr.write(f"mcpkit: {name!r} would be added to {path}; {runs_in}\n")
         return 0
     backup = write_atomically(path, result)
     kept = f" (the old one is in {backup})" if backup else ""
-    out.write(f"mcpkit: {name!r} added to {path}{kept}; restart {args.host} to use it\n")
+    out.write(f"mcpkit: {name!r} added to {path}{kept}; {runs_in}; restart {args.host} to "
+              "use it\n")
     return 0
 
 
@@ -197,6 +216,8 @@ def add_parser(sub: Any) -> None:
                    help="KEY=VALUE lines to add to the environment, repeatable")
     p.add_argument("--config", metavar="PATH", help="the configuration file to edit "
                    "(default: the host's own, per OS)")
+    p.add_argument("--cwd", metavar="DIR", help="the directory the server runs in, where "
+                   "relative paths (its data files) resolve (default: the current one)")
     p.add_argument("--python", metavar="PATH", help="the interpreter the host starts "
                    "(default: this one, which has mcpkit installed)")
     p.add_argument("--force", action="store_true",

@@ -33,6 +33,7 @@ class Live:
         self.name = name
         self.status = "working"
         self.bar = ""
+        self.said = ""  # the task's status message
         self._drawn = False
 
     def progress(self, progress: float, total: float | None, message: str | None) -> None:
@@ -49,15 +50,18 @@ class Live:
         self._show(plain)
 
     def changed(self, status: str, message: str | None) -> None:
+        """A new status or status message (where the 2026-07-28 extension, which has no
+        progress notifications for tasks, carries progress)."""
         self.status = status
-        said = " ".join(visible(message).split()) if message else ""
+        self.said = said = " ".join(visible(message).split()) if message else ""
         self._show(f"status {status}" + (f": {said}" if said else ""))
 
     def _show(self, plain: str) -> None:
         if self.tty:
             head = self.name if self.name is not None else f"task {self.status:<14}"
             width = shutil.get_terminal_size((100, 20)).columns - 1
-            self.out.write("\r\x1b[2K" + f"{head} {self.bar}"[:width])
+            line = " ".join(part for part in (head, self.bar, self.said) if part)
+            self.out.write("\r\x1b[2K" + line[:width])
             self._drawn = True
         else:
             head = self.name if self.name is not None else f"task {self.task_id or '?'}"
@@ -73,22 +77,50 @@ class Live:
 
 
 async def call_as_task(client: Any, name: str, arguments: dict[str, Any], ttl: int | None,
-                       live: Live | None = None) -> Any:
+                       live: Live | None = None, again: str | None = None) -> Any:
     """Call tool ``name`` as a task, showing its life on ``live`` (default: on stderr);
-    returns the result, as ``call_tool`` would (or raises its error)."""
+    returns the result, as ``call_tool`` would (or raises its error: for a tool that
+    cannot run as a task, ``CapabilityNotSupported``, see :func:`not_a_task`). Interrupted (Ctrl-C)
+    while the task runs, it says what becomes of the task: ``again`` (the target as typed)
+    when the task outlives this command (the 2026-07-28 extension over HTTP), so the
+    result can be fetched later."""
+    import anyio
+
     live = live or Live(sys.stderr)
     handle = await client.call_tool(name, arguments, task={"ttl": ttl} if ttl else True,
                                     on_progress=live.progress)
     live.task_id = handle.task_id
     try:
         if handle.task_id is not None:
-            if not live.tty:
-                live.out.write(f"task {handle.task_id}: created\n")
+            live.out.write(f"task {handle.task_id}: created\n")
+            live.out.flush()
             async for task in handle:
                 live.changed(task.status, task.status_message)
         return await handle.result()
+    except anyio.get_cancelled_exc_class():
+        if handle.task_id is not None and not handle.done:
+            live.end()
+            live.out.write(_interrupted(handle.task_id, again))
+            live.out.flush()
+        raise
     finally:
         live.end()
+
+
+def not_a_task(exc: Exception) -> str:
+    """The client's refusal to call a tool as a task, in the command's words."""
+    reason = str(exc).split("; call it without task=")[0]
+    return f"{reason}; call it without --task"
+
+
+def _interrupted(task_id: str, again: str | None) -> str:
+    """What becomes of a task whose ``call --task`` was interrupted."""
+    if again is None:
+        return (f"mcpkit: interrupted; task {task_id} was bound to this command's session, "
+                "which ends now: no other command can reach it\n")
+    return (f"mcpkit: interrupted; task {task_id} goes on on the server. Its result: "
+            f"mcpkit tasks result {again} {task_id} (its state: mcpkit tasks get ...; to "
+            "stop it: mcpkit tasks cancel ...)\n")
 
 
 def _task_row(task: Any) -> tuple[str, str]:
@@ -97,10 +129,16 @@ def _task_row(task: Any) -> tuple[str, str]:
 
 
 async def tasks_command(client: Any, action: str, rest: list[str], as_json: bool,
-                        table: Any) -> tuple[int, Any]:
-    """Run ``mcpkit tasks ACTION``; returns (exit status, a result to print or None)."""
+                        table: Any, again: str = "TARGET") -> tuple[int, Any]:
+    """Run ``mcpkit tasks ACTION``; returns (exit status, a result to print or None);
+    ``again``: the target as typed, for hints. A usage mistake raises ``ValueError``."""
     out = sys.stdout
     if action == "list":
+        if client.stateless_version is not None:
+            raise ValueError("this server's tasks (the 2026-07-28 tasks extension) cannot be "
+                             "listed: the extension has no tasks/list. A task is reached by "
+                             "its id, which mcpkit call --task prints ('task ID: created'): "
+                             f"mcpkit tasks get|result|cancel {again} TASK_ID")
         items = await client.list_tasks()
         if as_json:
             json.dump([t.model_dump(by_alias=True, exclude_none=True) for t in items], out,

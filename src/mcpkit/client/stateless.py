@@ -81,7 +81,7 @@ class Stateless:
         handshake era), or raises ``HandshakeError`` if ``required``."""
         version = offer if offer in STATELESS_VERSIONS else STATELESS_VERSIONS[-1]
         assert version is not None
-        failure = None
+        failure, cause = None, None
         try:
             try:
                 res = await self._discover(session, version, timeout)
@@ -95,7 +95,7 @@ class Stateless:
         except AuthorizationFailed:
             raise  # no token for this server: trying the stateful revision would not help
         except MCPError as exc:
-            failure = f"the server does not speak {version}: {exc}"
+            failure, cause = f"the server does not speak {version}: {exc}", exc
         else:
             versions = res.get("supportedVersions")
             if not isinstance(versions, list) or version not in versions:
@@ -105,7 +105,7 @@ class Stateless:
         self.version = None
         session.conn.use_stateful()
         if required:
-            raise HandshakeError(failure)
+            raise HandshakeError(failure) from cause  # (the CLI reads a redirect's target)
         return None
 
     async def _discover(self, session: Session, version: str, timeout: float) -> JSONObject:

@@ -176,12 +176,12 @@ class Context:
         Returns once the way to the client has room (a client that reads slower than
         the handler reports paces it; see docs/server.md)."""
         if self.task is not None:
-            waiting = self.task.progress(progress, total, message)
-        elif self.request_id is not None and self._session.progress(
-                self.request_id, progress, total, message):
-            waiting = self._session.congested(self.request_id)
-        else:
+            await self.task.progress(progress, total, message)
             return
+        if self.request_id is None or not self._session.progress(
+                self.request_id, progress, total, message):
+            return
+        waiting = self._session.congested(self.request_id)
         if waiting is not None:
             await waiting
 

@@ -12,7 +12,7 @@ to the ``TaskStore`` before anyone can observe it, sends ``notifications/tasks/s
 the request then rides the stream of the client's ``tasks/result`` (R25-11.TASKS.9), in
 2026-07-28 it waits in ``inputRequests`` for ``tasks/update``; ``progress`` and ``log``
 keep the original progress token and carry the related-task ``_meta`` (2025-11-25; the
-extension has neither for tasks).
+extension has neither for tasks: there progress becomes the task's ``statusMessage``).
 
 A task's handler runs apart from the request that started it, on any anyio backend
 (:func:`detach`): an asyncio task on asyncio (no task group owns it, so it outlives the
@@ -46,7 +46,7 @@ from ..protocol.tasks import (
 from ..session import Session
 from ..session.loop import running_asyncio_loop
 from ..storage.cancels import stop_tasks
-from ..storage.faults import OUTAGE_WAIT, outlast
+from ..storage.faults import OUTAGE_WAIT, StoreUnavailable, outlast
 from ..storage.tasks import MemoryTaskStore, TaskRecord, TaskStore, failed_error
 from .mrtr import check_answer
 
@@ -56,6 +56,15 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcpkit.server.tasks")
 RESTARTED = ("The server restarted while this task was running, so it did not finish; "
              "start the request again.")
+
+
+def progress_message(progress: float, total: float | None, message: str | None) -> str:
+    """A progress report in words, for an extension task's ``statusMessage``:
+    ``progress 3/4 (75%): copying``."""
+    text = f"progress {progress:g}"
+    if total:
+        text += f"/{total:g} ({min(1.0, max(0.0, progress / total)):.0%})"
+    return f"{text}: {message}" if message else text
 
 
 class Detached:
@@ -145,6 +154,7 @@ class TaskRun:
         self.waiting = 0  # 2025-11-25 requests sent to the client, not yet answered
         self.lock = anyio.Lock(fast_acquire=True)  # no loop turn when uncontended
         self._last_progress: float | None = None
+        self.next_save = 0.0  # extension: when a progress may be stored (and announced)
 
     @property
     def task_id(self) -> str:
@@ -236,16 +246,23 @@ class TaskRun:
 
     # ------------------------------------------------------------------ progress, logs
 
-    def progress(self, progress: float, total: float | None, message: str | None
-                 ) -> Awaitable[None] | None:
-        """R25-11.PROG.2: the original token until the task is terminal, then nothing.
-        Returns what to await before producing more (``Session.congested``), if any."""
-        session = self.session
-        if (self.progress_token is None or session is None or session.closed
-                or is_terminal(self.record.status)):
-            return None
+    async def progress(self, progress: float, total: float | None, message: str | None
+                       ) -> None:
+        """R25-11.PROG.2: the original token until the task is terminal, then nothing. The
+        extension has no progress notifications for tasks: there progress becomes the
+        task's ``statusMessage`` (``TaskManager.progressed``). Returns once the way to the
+        client has room (``Session.congested``)."""
+        if is_terminal(self.record.status):
+            return
         if self._last_progress is not None and not progress > self._last_progress:
-            return None
+            return
+        if self.form.extension:
+            self._last_progress = progress
+            await self.manager.progressed(self, progress_message(progress, total, message))
+            return
+        session = self.session
+        if self.progress_token is None or session is None or session.closed:
+            return
         self._last_progress = progress
         params: JSONObject = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -253,8 +270,10 @@ class TaskRun:
         if message is not None:
             params["message"] = message
         params["_meta"] = related_meta(self.task_id)
-        return session.congested(None) if session.notify("notifications/progress",
-                                                         params) else None
+        if session.notify("notifications/progress", params):
+            waiting = session.congested(None)
+            if waiting is not None:
+                await waiting
 
     def log(self, level: str, data: Any, logger: str | None) -> Awaitable[None] | None:
         """A log message of the task's handler (see ``progress``)."""
@@ -415,6 +434,27 @@ class TaskManager:
         elif run.form.extension and self.on_change is not None:
             self.on_change(run)
         return True
+
+    async def progressed(self, run: TaskRun, text: str) -> None:
+        """An extension task's progress, as its ``statusMessage`` (SEP-2663 names progress
+        descriptions as what the field carries while working): the next ``tasks/get``
+        here sees it at once; a shared store gets it (and listen streams hear of it) at
+        most once per poll interval, and not at all during an outage (the next status
+        change is stored as usual)."""
+        record = run.record
+        record.message, record.updated = text, time.time()
+        if record.updated < run.next_save:
+            return
+        run.next_save = record.updated + self.poll_ms / 1000
+        if not isinstance(self.store, MemoryTaskStore):  # (in memory: the same record)
+            try:
+                async with run.lock:
+                    await self.store.put(record)
+            except StoreUnavailable as exc:
+                log.debug("the progress of task %s is not stored: %s", run.task_id, exc)
+                return
+        if self.on_change is not None:
+            self.on_change(run)
 
     async def save_inputs(self, run: TaskRun) -> None:
         """Store ``run``'s outstanding input requests (its status unchanged), so every

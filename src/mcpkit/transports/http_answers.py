@@ -35,20 +35,43 @@ MAX_RETRY_DELAY = 30.0
 or broken one could otherwise stall the client for days)."""
 
 
-def redirected(resp: httpx.Response) -> TransportError | None:
+class Redirected(TransportError):
+    """A 3xx answer, which mcpkit does not follow; ``location`` is where it pointed (the
+    absolute URL; None without a ``Location``)."""
+
+    def __init__(self, message: str, *, status: int, location: str | None) -> None:
+        super().__init__(message, status=status)
+        self.location = location
+
+
+def redirected(resp: httpx.Response) -> Redirected | None:
     """The error for a 3xx answer, else None. mcpkit follows no redirect: an MCP endpoint
     that moved (a host app's slash redirect, a proxy) is a configuration to fix, and
-    following it would resend the request body and credentials to another URL."""
+    following it would resend the request body and credentials to another URL. The
+    message names where it points without calling it the server's URL: nobody has
+    tried it (``mcpkit`` tries it before saying more)."""
     if not 300 <= resp.status_code < 400:
         return None
     location = resp.headers.get("location")
     target = str(resp.request.url.join(location)) if location else None
     where = f" to {target}" if target else " without a Location"
-    advice = (f"use {target} as the server URL" if target else
-              "check the server URL")
-    return TransportError(
+    return Redirected(
         f"HTTP {resp.status_code} from the server: it redirects{where}; mcpkit does not "
-        f"follow redirects, {advice}", status=resp.status_code)
+        "follow redirects (they would carry the request and its credentials elsewhere): "
+        "give the URL of the MCP endpoint itself", status=resp.status_code, location=target)
+
+
+def server_words(body: bytes) -> str | None:
+    """What an HTTP error body says in words, if anything: a JSON-RPC error's message, or a
+    short one-line plain text (not an HTML page); None otherwise."""
+    obj = _decode(body)
+    if isinstance(obj, dict) and isinstance(obj.get("error"), dict):
+        message = obj["error"].get("message")
+        return message[:300] if isinstance(message, str) and message.strip() else None
+    text = body.decode(errors="replace").strip()
+    if text and len(text) <= 200 and "\n" not in text and not text.startswith(("<", "{")):
+        return text
+    return None
 
 
 class AnswerReader:

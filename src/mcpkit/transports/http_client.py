@@ -52,7 +52,7 @@ from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
 from ..session import NotificationHandler, RequestHandler, Session
-from .http_answers import AnswerReader, error_detail, redirected
+from .http_answers import AnswerReader, error_detail, redirected, server_words
 from .http_routing import routing_headers
 
 log = logging.getLogger("mcpkit.client.http")
@@ -289,8 +289,8 @@ class HttpClientTransport:
                 await resp.aread()
                 raise moved
             if routing is None and status != 200 and status != 202:
-                await resp.aread()
-                if await self._stateful_refusal(out, status, sent_sid, retry):
+                body = await resp.aread()
+                if await self._stateful_refusal(out, status, sent_sid, retry, body):
                     return
             if status == 202:
                 await resp.aread()
@@ -309,15 +309,18 @@ class HttpClientTransport:
             await self.reader.answer(resp, out, stateless=routing is not None)
 
     async def _stateful_refusal(self, out: Outgoing, status: int, sent_sid: str | None,
-                                retry: bool) -> bool:
+                                retry: bool, body: bytes) -> bool:
         """React to an HTTP refusal within a session; True when it was dealt with
-        (the message was sent another way), False to treat it as an error."""
+        (the message was sent another way), False to treat it as an error. A refused
+        ``initialize`` with no HTTP+SSE endpoint either fails with what the server said."""
         if out.method == "initialize" and status in (400, 404, 405) and (
                 not self._legacy_tried and self._renewal is None):
             self._legacy_tried = True
             if not await self._open_legacy():
-                raise TransportError(f"HTTP {status} from the server, and it has no HTTP+SSE "
-                                     "(2024-11-05) endpoint either", status=status)
+                said = server_words(body)
+                said = f": {said}" if said else ""
+                raise TransportError(f"HTTP {status} from the server{said} (and it has no "
+                                     "HTTP+SSE (2024-11-05) endpoint either)", status=status)
             await self._post_legacy(out)
             return True
         if status == 404 and sent_sid and retry and out.method not in HANDSHAKE:

@@ -7,7 +7,10 @@ therefore writes to stderr and can never corrupt the message stream, and nothing
 the session reads the client's messages.
 
 Pipes and sockets are read and written without threads (non-blocking fds woken by the
-event loop); a regular file or terminal on stdin falls back to a worker thread.
+event loop); a terminal on stdin is watched by the event loop too but read in blocking
+mode (its file description is the shell's: it is never made non-blocking), so SIGINT
+stops a server run by hand at once instead of waiting at exit for a thread stuck in a
+read; a regular file falls back to a worker thread.
 
 Failure modes: ``receive`` raises ``anyio.EndOfStream`` at end of input; ``send`` raises
 ``anyio.BrokenResourceError`` when the reader went away (EPIPE); both raise
@@ -57,6 +60,7 @@ class StdioStream:
         self._wfd = write_fd
         self._closed = False
         self._read_poll = _pollable(read_fd)
+        self._read_tty = not self._read_poll and sys.platform != "win32" and os.isatty(read_fd)
         if self._read_poll:
             os.set_blocking(read_fd, False)
         self._write_poll = _pollable(write_fd)
@@ -96,6 +100,12 @@ class StdioStream:
                     await anyio.wait_readable(fd)
                 except OSError as exc:
                     raise anyio.BrokenResourceError from exc
+        elif self._read_tty:  # readable: a line (or end of input) is there, read at once
+            await anyio.wait_readable(fd)
+            try:
+                data = os.read(fd, _READ_SIZE)
+            except OSError as exc:  # EIO: the terminal went away
+                raise anyio.BrokenResourceError from exc
         else:
             data = await anyio.to_thread.run_sync(os.read, fd, _READ_SIZE, abandon_on_cancel=True)
         if not data:
