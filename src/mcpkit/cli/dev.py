@@ -232,7 +232,10 @@ def run(args: argparse.Namespace) -> int:
     if not path.is_file():
         say(f"no such file: {path}")
         return 2
-    problem = check_import(spec, python)
+    try:
+        problem = check_import(spec, python)
+    except KeyboardInterrupt:  # stopped while the file was being checked: nothing runs
+        return 0
     if problem is not None:
         say(f"{spec} does not load:\n{problem}")
         return 1
