@@ -139,8 +139,9 @@ async def soak_http(target: Target, opts: argparse.Namespace, seconds: float,
     stop_sampling = asyncio.Event()
     sampling = asyncio.ensure_future(sampler.run(stop_sampling))
     load = Load(knobs, shape, opts.seed)
-    await load.prefill(opts.prefill)
-    sampler.mark("event logs filled")
+    if target.redis is None:  # memory stores: the event logs are in the server's memory
+        await load.prefill(opts.prefill)
+        sampler.mark("event logs filled")
     warm_end = time.monotonic() + opts.warmup
     load.start()
     await load.burst(1100)

@@ -137,6 +137,14 @@ class Caller:
         self.conn.close()
         self.side.close()
 
+    def decode(self, data: bytes) -> Any:
+        """A message's JSON (None, counted wrong, when it is not JSON)."""
+        try:
+            return orjson.loads(data)
+        except orjson.JSONDecodeError:
+            self.tally.note(f"{self.revision}: not JSON: {data[:200]!r}")
+            return None
+
     def judge(self, msg: Any, rid: int | str, method: str, token: str | None,
               outcome: Outcome) -> None:
         """Check one message of the response to ``rid`` (a ``method`` request)."""
@@ -172,7 +180,7 @@ class Caller:
             body = await resp.read()
             outcome.ended = True
             if body.strip():
-                obj = orjson.loads(body)
+                obj = self.decode(body)
                 for msg in obj if isinstance(obj, list) else [obj]:
                     self.judge(msg, rid, method, token, outcome)
             return
@@ -182,7 +190,7 @@ class Caller:
                 outcome.last_id = parser.last_event_id
                 if event.data.strip():
                     outcome.events += 1
-                    self.judge(orjson.loads(event.data), rid, method, token, outcome)
+                    self.judge(self.decode(event.data), rid, method, token, outcome)
             if until is not None and until(outcome):
                 return
         outcome.ended = True

@@ -67,7 +67,11 @@ class StdioPeer:
             now = time.monotonic()
             with self.cond:
                 for line in lines:
-                    msg = orjson.loads(line)
+                    try:
+                        msg = orjson.loads(line)
+                    except orjson.JSONDecodeError:
+                        self.other["a line that is not JSON"] += 1
+                        continue
                     if "method" not in msg:
                         self.count += 1
                         self.answers.setdefault(msg.get("id"), []).append(msg)
@@ -100,7 +104,8 @@ class StdioPeer:
         """Send one request; its answer (None if none came in ``timeout``)."""
         self.write(body + b"\n", time.monotonic() + timeout)
         self.wait(lambda: rid in self.answers, timeout)
-        got = self.answers.get(rid)
+        with self.cond:
+            got = self.answers.pop(rid, None)
         return got[0] if got else None
 
 
@@ -137,8 +142,11 @@ def run_stdio(python: str, log: Path, cancels: int, flood_seconds: float, cap_mb
             out[key] += out["cancel"].pop(key) + out["flood"].pop(key)
         out["schema_checked"], out["schema_violations"] = validator.checked, \
             validator.violations
-        out["wrong"] += len(validator.violations)
+        out["wrong"] += len(validator.violations) + peer.other["a line that is not JSON"]
         out["exit"] = end_of_input(peer, drain)
+        with peer.cond:  # every answer was taken by what it answered: anything left is not
+            out["wrong"] += sum(map(len, peer.answers.values()))  # an answer to us
+        out["notifications"] = dict(peer.other)
     finally:
         if peer.proc.poll() is None:
             os.killpg(peer.proc.pid, 9)
@@ -274,4 +282,6 @@ def end_of_input(peer: StdioPeer, drain: float) -> dict[str, Any]:
     except subprocess.TimeoutExpired:
         return {"exit": None, "seconds": round(time.monotonic() - start, 2),
                 "why": "still running"}
-    return {"exit": status, "seconds": round(time.monotonic() - start, 2)}
+    seconds = round(time.monotonic() - start, 2)
+    peer.thread.join(5)  # what the server wrote before it exited is read
+    return {"exit": status, "seconds": seconds}

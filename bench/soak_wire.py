@@ -14,6 +14,7 @@ import asyncio
 import itertools
 import socket
 import struct
+import time
 from collections import Counter
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -138,6 +139,7 @@ class Response:
                 yield data
             self.conn.close()
             return
+        self.conn.used = time.monotonic()
         if headers.get("connection", "").lower() == "close":
             self.conn.close()
 
@@ -150,10 +152,15 @@ class Conn:
     again after it was closed. A request whose response was not read to its end must
     ``close()`` the connection (it cannot carry another request)."""
 
+    IDLE = 4.0
+    """Seconds after which an idle connection is not used again (uvicorn closes its side
+    after 5 s): like a host's pool, a request never races the server's close."""
+
     def __init__(self, port: int) -> None:
         self.port = port
         self.reader: asyncio.StreamReader | None = None
         self.writer: asyncio.StreamWriter | None = None
+        self.used = 0.0
 
     def close(self) -> None:
         if self.writer is not None:
@@ -172,6 +179,10 @@ class Conn:
                    body: bytes = b"") -> Response:
         """Send one request and read the head of its response (``NoAnswer`` if the
         connection fails first; the caller bounds the wait)."""
+        now = time.monotonic()
+        if self.reader is not None and (self.reader.at_eof() or now - self.used > self.IDLE):
+            self.close()
+        self.used = now
         try:
             if self.writer is None:
                 self.reader, self.writer = await asyncio.open_connection(
@@ -252,13 +263,6 @@ def stateless_headers(method: str, name: str | None) -> list[tuple[bytes, bytes]
     if name is not None:
         out.append((b"Mcp-Name", name.encode()))
     return out
-
-
-def messages(resp: Response, body: bytes) -> list[Any]:
-    """The JSON-RPC messages of a whole body: one JSON document, or SSE ``data``."""
-    if resp.is_sse:
-        return [orjson.loads(e.data) for e in SSEParser().feed(body) if e.data.strip()]
-    return [orjson.loads(body)] if body.strip() else []
 
 
 # ------------------------------------------------------------------------------ schema

@@ -77,8 +77,11 @@ class Load:
         for n in range(shape.stateless):
             self.clients.append(StatelessClient(1000 + n, knobs, self._rng()))
         self.callers = list(self.clients)
-        self.readers_of = [c for c in self.sessions if c.revision == "2025-11-25"][
-            :shape.readers]
+        # The read GET streams have sessions of their own: a session's event log is
+        # bounded (1,000 events), and a storm of list changes on its GET stream would
+        # evict the events a dropped POST stream of the same session resumes from.
+        self.readers_of = [StatefulClient(3500 + n, knobs, self._rng())
+                           for n in range(shape.readers)]
 
     async def prefill(self, calls: int) -> None:
         """Before the load: fill each session's event log (``StatefulClient.fill``), so
@@ -184,8 +187,18 @@ class Load:
         self.tasks.append(asyncio.ensure_future(job))
 
     async def _loop(self, client: Any) -> None:
+        crashes = 0
         while not self.stopping.is_set():
-            await client.step()
+            try:
+                await client.step()
+            except Exception as exc:  # the soak's own fault: counted (a miss), not hidden
+                crashes += 1
+                self.knobs.tally.errors[f"soak client failed: {type(exc).__name__}"] += 1
+                self.knobs.tally.note(f"soak client {client.number}: {exc!r}")
+                client.close()
+                if crashes >= 10:
+                    return
+                await asyncio.sleep(0.5)
 
     async def _churn(self, base: int) -> None:
         """Sessions opened, used once and ended with DELETE, in a loop."""
@@ -218,8 +231,11 @@ class Load:
         try:
             while not self.stopping.is_set():
                 if client.session is None:
-                    await asyncio.sleep(0.2)
-                    continue
+                    opened = await client.open(time.monotonic() + self.knobs.answer_seconds)
+                    client.close()
+                    if not opened:
+                        await asyncio.sleep(0.5)
+                        continue
                 if client.session != session:
                     session, parser = client.session, SSEParser()
                 headers = client.headers(b"text/event-stream")
@@ -230,6 +246,10 @@ class Load:
                     if resp.status != 200:
                         await resp.read()
                         tally.streams[f"GET: HTTP {resp.status}"] += 1
+                        if resp.status == 400 and parser.last_event_id:  # aged out of the
+                            parser = SSEParser()  # bounded log: a new stream instead
+                        elif resp.status == 404:
+                            client.session = None
                         await asyncio.sleep(0.5)
                         continue
                     tally.streams["GET opened"] += 1
@@ -237,7 +257,7 @@ class Load:
                     async for chunk in resp.chunks():
                         for event in parser.feed(chunk):
                             if event.data.strip():
-                                self._heard(client, orjson.loads(event.data))
+                                self._heard(client, client.decode(event.data))
                     tally.streams["GET ended"] += 1
                 except (NoAnswer, TimeoutError):
                     tally.streams["GET cut"] += 1
