@@ -59,11 +59,13 @@ class Tally:
     streams: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
     validator: Validator = field(default_factory=Validator)
+    t0: float = field(default_factory=time.monotonic)
 
     def note(self, what: str) -> None:
-        """Keep the first few failures, word for word, for the report."""
+        """Keep the first few failures, word for word and when (seconds since ``t0``),
+        for the report."""
         if len(self.examples) < 20:
-            self.examples.append(what[:300])
+            self.examples.append(f"{time.monotonic() - self.t0:.1f} s: {what[:300]}")
 
     def report(self) -> dict[str, Any]:
         return {"ok": sum(self.ok.values()), "ok_by_kind": dict(self.ok),

@@ -32,12 +32,6 @@ EVERYTHING = ROOT / "examples" / "everything.py"
 SOAK_SERVER = ROOT / "bench" / "soak_server.py"
 
 
-def drain_args(drain: float) -> list[str]:
-    """``--drain SECONDS`` for examples/everything.py when it takes one (the bound of a
-    graceful shutdown); nothing otherwise: the exit is then only measured against it."""
-    return ["--drain", f"{drain:g}"] if "--drain" in EVERYTHING.read_text() else []
-
-
 def rss_fds(pid: int) -> tuple[float, int] | None:
     """(VmRSS in MB, open file descriptors) of a live process, else None."""
     try:
@@ -74,7 +68,7 @@ class Target:
     def _instance(self, stack: ExitStack, n: int, extra: list[str]) -> Daemon:
         port = free_port()
         argv = [self.python, str(EVERYTHING), "--http", "--port", str(port), *extra,
-                *drain_args(self.drain)]
+                "--drain", f"{self.drain:g}"]
         daemon = Daemon(argv, port, self.logs / f"{self.name}-{n}.log")
         stack.callback(daemon.stop, signal.SIGKILL)
         daemon.start()

@@ -15,8 +15,9 @@ EXAMPLE = Path(__file__).resolve().parents[1] / "examples" / "everything.py"
 parser = argparse.ArgumentParser()
 parser.add_argument("--port", type=int, required=True)
 parser.add_argument("--max-in-flight-total", type=int, required=True)
-parser.add_argument("--drain", type=float, help="Server.run's drain_timeout")
+parser.add_argument("--drain", type=float, default=10.0,
+                    help="seconds requests in flight get on SIGTERM")
 opts = parser.parse_args()
 server = runpy.run_path(str(EXAMPLE), run_name="everything")["server"]
 server.run("http", port=opts.port, max_in_flight_total=opts.max_in_flight_total,
-           drain_timeout=opts.drain)
+           drain=opts.drain)

@@ -122,14 +122,18 @@ class StatefulClient(Caller):
             if resp is None:
                 return
             await resp.read()
-            try:
-                resp = await self.send(request(next(self.ids), "ping"), deadline)
-            except SessionGone:
-                self.tally.sessions["deleted"] += 1
-                return
-            if resp is not None:
+            for late in (False, True):  # other instances learn of it over the bus: a
+                try:  # request that outruns the news is answered up to ``recheck`` (1 s)
+                    resp = await self.send(request(next(self.ids), "ping"), deadline)
+                except SessionGone:
+                    self.tally.sessions["deleted (404 after a second)" if late
+                                        else "deleted"] += 1
+                    return
+                if resp is None:
+                    return
                 await resp.read()
-                self.tally.errors[f"a request after DELETE: HTTP {resp.status}"] += 1
+                await asyncio.sleep(1.5)
+            self.tally.errors[f"a request after DELETE: HTTP {resp.status}"] += 1
         except SessionGone:  # after a SIGKILL, nginx may pass a DELETE done on to another
             if self.knobs.faults.excuses(started):
                 self.tally.excused["DELETE"] += 1
@@ -260,6 +264,7 @@ class StatefulClient(Caller):
             tally.cancels["exchange ended"] += 1
         except TimeoutError:
             tally.cancels["hang past cancel"] += 1
+            tally.note(f"{self.revision} cancel {rid}: the exchange did not end")
             if len(self.knobs.parked) < self.knobs.park_max:
                 self.knobs.parked.append(self.conn)
                 self.conn = Conn(self.knobs.port)

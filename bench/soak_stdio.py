@@ -241,15 +241,14 @@ def flood(peer: StdioPeer, seconds: float, cap_mb: float, answer_seconds: float,
         rss = (rss_fds(pid) or (0.0, 0))[0]
         peak = max(peak, rss)
         capped = rss - base > cap_mb
+    accepted_mb = written / 2**20
+    peak = max(peak, (rss_fds(pid) or (0.0, 0))[0])
+    peer.reading.set()  # read again: a server with backpressure takes the rest only now
     if not at_line_start:  # finish the line the server has begun to take
         cut = pending.index(b"\n") + 1
-        written += peer.write(pending[:cut], time.monotonic() + answer_seconds)
+        peer.write(pending[:cut], time.monotonic() + answer_seconds)
         lines += 1
     del queued[lines:]  # never sent whole
-    accepted_mb = written / 2**20
-    stalled_rss = (rss_fds(pid) or (0.0, 0))[0]
-    peak = max(peak, stalled_rss)
-    peer.reading.set()
     expected = counted + len(queued)
     peer.wait(lambda: peer.count >= expected, answer_seconds + 30)
     got: Counter[str] = Counter()
