@@ -30,8 +30,9 @@ sessions opened and deleted; GET streams read, and GET and ``subscriptions/liste
 streams never read, while list-changed triggers fire (``--triggers`` a second, and a
 storm of ``--storm`` at 30% of the run); a canary pinging (bench/soak_workers.py). On
 memory stores the sessions' event logs are filled first (1,000 events each), and the
-warm-up begins with a burst of triggers, so what a server holds after the warm-up is its
-steady state.
+warm-up has its burst of triggers and a storm of ``--warmup-storm`` (the unread streams'
+buffers full: none in ``--short``, whose 4 unread streams hold at most 4 MiB, within the
+10% margin), so what a server holds after the warm-up is its steady state.
 
 Checked: every answer (its id answered exactly once, with its own content; a sample of
 messages validated against the schema of their revision); hangs past a cancel (the
@@ -84,14 +85,14 @@ PREFILL_CALLS = 260  # SSE answers (4-5 events each) per session: its event log 
 
 SHORT = {"seconds": 8.0, "deployment_seconds": 12.0, "warmup": 3.0, "settle": 3.0,
          "stateful": 8, "stateless": 2, "churners": 1, "readers": 1, "unread": 4,
-         "triggers": 100.0, "storm": 40_000, "cancels": 300, "cancel_seconds": 25.0,
-         "cancel_workers": 32, "stdio_cancels": 100, "stdio_flood": 3.0,
-         "redis_outage": 3.0, "prefill": PREFILL_CALLS}
+         "triggers": 100.0, "storm": 40_000, "warmup_storm": 0, "cancels": 300,
+         "cancel_seconds": 25.0, "cancel_workers": 32, "stdio_cancels": 100,
+         "stdio_flood": 3.0, "redis_outage": 3.0, "prefill": PREFILL_CALLS}
 LONG = {"seconds": 600.0, "deployment_seconds": 600.0, "warmup": 60.0, "settle": 10.0,
         "stateful": 40, "stateless": 8, "churners": 2, "readers": 8, "unread": 12,
-        "triggers": 200.0, "storm": 50_000, "cancels": 10_000, "cancel_seconds": 300.0,
-        "cancel_workers": 64, "stdio_cancels": 2000, "stdio_flood": 20.0,
-        "redis_outage": 5.0, "prefill": PREFILL_CALLS}
+        "triggers": 200.0, "storm": 50_000, "warmup_storm": 50_000, "cancels": 10_000,
+        "cancel_seconds": 300.0, "cancel_workers": 64, "stdio_cancels": 2000,
+        "stdio_flood": 20.0, "redis_outage": 5.0, "prefill": PREFILL_CALLS}
 
 
 def options() -> argparse.Namespace:
@@ -101,7 +102,8 @@ def options() -> argparse.Namespace:
     for name, kind in (("seconds", float), ("deployment_seconds", float), ("warmup", float),
                        ("settle", float), ("stateful", int), ("stateless", int),
                        ("churners", int), ("readers", int), ("unread", int),
-                       ("triggers", float), ("storm", int), ("cancels", int),
+                       ("triggers", float), ("storm", int), ("warmup_storm", int),
+                       ("cancels", int),
                        ("cancel_seconds", float), ("cancel_workers", int),
                        ("stdio_cancels", int), ("stdio_flood", float),
                        ("redis_outage", float), ("prefill", int)):
@@ -150,6 +152,10 @@ async def soak_http(target: Target, opts: argparse.Namespace, seconds: float,
     warm_end = time.monotonic() + opts.warmup
     load.start()
     await load.burst(1100)
+    if opts.warmup_storm:  # what the unread streams may hold (their buffers full) is
+        sampler.mark("warm-up storm starts")  # part of the steady state compared with
+        await load.storm(opts.warmup_storm)
+        sampler.mark("warm-up storm ends")
     await asyncio.sleep(max(0.0, warm_end - time.monotonic()))
     warm = sampler.sample()
     sampler.mark("warm-up ends")
@@ -284,6 +290,11 @@ class Verdicts:
         print(line, flush=True)
         self.missed += not ok
 
+    def info(self, what: str) -> None:
+        line = f"info  {what}"
+        self.lines.append(line)
+        print(line, flush=True)
+
 
 def judge_http(v: Verdicts, run: dict[str, Any], drain: float) -> None:
     name = run["target"]
@@ -309,6 +320,14 @@ def judge_http(v: Verdicts, run: dict[str, Any], drain: float) -> None:
            >= resumed.get("dropped", 0),
            f"{resumed.get('answered through a resumption', 0)} of "
            f"{resumed.get('dropped', 0)} dropped ({excused} excused: a SIGKILL)")
+    v.info(f"{name}: {run['ok']} answers right; canary ping p50/p99/max "
+           f"{run['canary_p50_ms']}/{run['canary_p99_ms']}/{run['canary_max_ms']} ms; "
+           f"{run['triggers']} list-changed triggers ({run['storm_triggers']} in storms); "
+           f"SSE streams left open after their answer: "
+           f"{run['streams'].get('SSE stream left open after its answer', 0)}")
+    if run["cancel_hangs_at_s"]:
+        v.info(f"{name}: cancels hung at (s): {run['cancel_hangs_at_s'][:40]}; marks "
+               f"{run['marks']}; faults {run['faults']}")
     judged = ["instance0"]  # the deployment's instances 1 and 2 were restarted
     for proc in judged:
         warm, after = run["warm"].get(proc), run["after"].get(proc)

@@ -40,6 +40,10 @@ from bench.soak_wire import (
 Expect = Callable[[Any], bool]
 """Judges a call's ``result``."""
 
+LINGER = 2.0
+"""Seconds an SSE response may stay open after it carried its answer (the server SHOULD
+end it then); past them it is counted and closed by the client."""
+
 
 @dataclass
 class Tally:
@@ -60,6 +64,7 @@ class Tally:
     examples: list[str] = field(default_factory=list)
     validator: Validator = field(default_factory=Validator)
     t0: float = field(default_factory=time.monotonic)
+    hangs_at: list[float] = field(default_factory=list)  # when cancels hung (s since t0)
 
     def note(self, what: str) -> None:
         """Keep the first few failures, word for word and when (seconds since ``t0``),
@@ -75,6 +80,7 @@ class Tally:
                 "cancels": dict(self.cancels), "resumes": dict(self.resumes),
                 "sessions": dict(self.sessions), "streams": dict(self.streams),
                 "schema_checked": self.tally_checked, "examples": self.examples,
+                "cancel_hangs_at_s": self.hangs_at,
                 "schema_violations": self.validator.violations}
 
     @property
@@ -187,7 +193,18 @@ class Caller:
                     self.judge(msg, rid, method, token, outcome)
             return
         parser = parser or SSEParser()
-        async for chunk in resp.chunks():
+        chunks = resp.chunks().__aiter__()
+        while True:
+            try:  # once answered, the stream should end: it gets LINGER seconds to
+                chunk = await (asyncio.wait_for(chunks.__anext__(), LINGER)
+                               if outcome.answers else chunks.__anext__())
+            except StopAsyncIteration:
+                break
+            except TimeoutError:  # answered, but left open: counted, and closed here
+                self.tally.streams["SSE stream left open after its answer"] += 1
+                self.conn.abort()
+                outcome.ended = True
+                return
             for event in parser.feed(chunk):
                 outcome.last_id = parser.last_event_id
                 if event.data.strip():

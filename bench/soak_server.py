@@ -7,6 +7,7 @@ hide.
 """
 
 import argparse
+import inspect
 import runpy
 from pathlib import Path
 
@@ -19,5 +20,7 @@ parser.add_argument("--drain", type=float, default=10.0,
                     help="seconds requests in flight get on SIGTERM")
 opts = parser.parse_args()
 server = runpy.run_path(str(EXAMPLE), run_name="everything")["server"]
-server.run("http", port=opts.port, max_in_flight_total=opts.max_in_flight_total,
-           drain=opts.drain)
+options = {"max_in_flight_total": opts.max_in_flight_total}
+if "drain" in inspect.signature(server.asgi_app).parameters:  # not in mcpkit before #25
+    options["drain"] = opts.drain
+server.run("http", port=opts.port, **options)

@@ -265,6 +265,8 @@ class StatefulClient(Caller):
         except TimeoutError:
             tally.cancels["hang past cancel"] += 1
             tally.note(f"{self.revision} cancel {rid}: the exchange did not end")
+            if len(tally.hangs_at) < 1000:
+                tally.hangs_at.append(round(time.monotonic() - tally.t0, 1))
             if len(self.knobs.parked) < self.knobs.park_max:
                 self.knobs.parked.append(self.conn)
                 self.conn = Conn(self.knobs.port)
