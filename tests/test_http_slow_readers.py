@@ -282,3 +282,40 @@ def test_a_handler_streaming_to_a_slow_reader_is_paced() -> None:
     assert progress == list(range(1, 2001))
     assert messages[-1]["id"] == 1 and messages[-1]["result"]["content"][0]["text"] == (
         "sent 2000")
+
+
+async def test_a_resumption_whose_answer_was_replayed_ends() -> None:
+    """The answer was stored between the resumption's attach and its replay: it is in the
+    replay and also handed to the new connection, which skips it as replayed. The
+    response must still end after it (the soak saw 115 SSE answers left open after their
+    answer on a deployment)."""
+    import asyncio
+
+    from mcpkit.protocol.connection import Connection
+    from mcpkit.protocol.lifecycle import Role
+    from mcpkit.transports.http_resume import write_sse
+    from mcpkit.transports.http_streams import HttpSession, Listener, ResponseStream
+
+    session = HttpSession(Connection(Role.SERVER, info={"name": "t", "version": "1"}),
+                          "sid", MemoryEventStore(), on_request=None, on_notification=None)
+    stream = ResponseStream(session, "s1")
+    listener = Listener()
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{}}'
+    listener.put("s1_3", answer, True)  # handed on after the attach ...
+    stream.done = True
+    stream.finished.set()
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    async def receive() -> dict[str, Any]:
+        await asyncio.sleep(30)
+        return {"type": "http.disconnect"}
+
+    await asyncio.wait_for(write_sse(stream, listener, send, receive, 1000, skip_through=3,
+                                     replay=[("s1_3", answer)]), 5)  # ... and replayed
+    bodies = [m.get("body", b"") for m in sent if m["type"] == "http.response.body"]
+    assert sum(body.count(b"data: {") for body in bodies) == 1  # the answer, once
+    assert sent[-1] == {"type": "http.response.body", "body": b"", "more_body": False}
+    session.close()

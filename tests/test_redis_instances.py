@@ -383,3 +383,66 @@ async def test_an_instance_starts_without_redis_and_recovers(client: McpHttp) ->
                 done = await stateless_call(client.http, b.url, name, retry, 2)
                 assert done["content"][0]["text"] == (
                     "state-ok: requestState validated")
+
+
+async def test_ended_sessions_leave_no_bus_subscription_behind(
+        redis: RedisServer, client: McpHttp) -> None:
+    """Sessions opened and deleted (or expired) unsubscribe their bus channel: the soak
+    saw an instance's memory grow with session churn (each ended session's channel stayed
+    subscribed, its delivery callback holding the whole session)."""
+    srv = everything_server()
+    app = srv.asgi_app(store=redis.url)
+    probe = redis_py.Redis.from_url(redis.url)
+
+    def channels() -> int:
+        return len(probe.pubsub_channels(b"mcpkit:bus:*"))
+
+    try:
+        with LiveServer(app) as live:
+            await on(client, live).initialize()
+            assert (await client.delete()).status == 200
+            await anyio.sleep(0.5)
+            before = channels()
+            for _ in range(30):  # bounded churn
+                client.session_id = None
+                await on(client, live).initialize()
+                assert (await client.delete()).status == 200
+            for _ in range(50):  # bounded: 5 s
+                if channels() <= before:
+                    break
+                await anyio.sleep(0.1)
+            assert channels() <= before, (channels(), before)
+            held = live.call(lambda: len(app.shared._held))  # type: ignore[union-attr]
+            assert held == 0
+    finally:
+        probe.close()
+
+
+async def test_a_storm_of_announcements_does_not_exhaust_the_redis_pool(
+        redis: RedisServer, client: McpHttp, caplog: pytest.LogCaptureFixture) -> None:
+    """500 resource updates at once, each its own announcement (and 500 identical list
+    changes, published once): every call waits for a pooled connection instead of failing
+    with redis-py's "Too many connections", and the other instance hears them."""
+    with ExitStack() as stack:
+        servers = [everything_server() for _ in range(2)]
+        a, b = (stack.enter_context(LiveServer(s.asgi_app(store=redis.url))) for s in servers)
+        await on(client, b).initialize()
+        reply = await on(client, b).request("resources/subscribe",
+                                            {"uri": "test://static/resource/1"})
+        assert reply.status == 200
+        async with on(client, b).open_get() as get:
+            await get.next_event()  # priming
+
+            def storm() -> None:
+                for n in range(500):
+                    servers[0].notify_resource_updated(f"test://storm/{n}")
+                    servers[0].notify_list_changed("tools")
+                servers[0].notify_resource_updated("test://static/resource/1")
+
+            a.call(storm)
+            with anyio.fail_after(10):
+                while True:
+                    _, note = await get.next_message(timeout=10)
+                    if note["method"] == "notifications/resources/updated":
+                        break
+    assert not [r for r in caplog.records if "could not be announced" in r.getMessage()]

@@ -60,6 +60,9 @@ class Sharing:
         self.reaches: Callable[[Session], bool] | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._tasks: set[asyncio.Task[None]] = set()
+        #: Announcements of a list change or resource update not yet published: a storm
+        #: of the same change (200 tools added in a loop) is published once.
+        self._unsent: set[bytes] = set()
         self._listening = False  # the deployment channel is listened to (else: local)
         self.origin = secrets.token_hex(8)  # tells this instance's announcements apart
         #: Set when the tasks are shared: carries tasks/update and tasks/cancel.
@@ -100,6 +103,9 @@ class Sharing:
             message = TASKS + json.dumps([self.origin, *json.loads(value)]).encode()
         else:
             message = (LIST_CHANGED if kind == "list_changed" else UPDATED) + value.encode()
+            if message in self._unsent:
+                return True  # the same change, not yet published: that one tells it
+            self._unsent.add(message)
         self._spawn(self._publish(message))
         return True
 
@@ -122,6 +128,7 @@ class Sharing:
         task.add_done_callback(self._tasks.discard)
 
     async def _publish(self, message: bytes) -> None:
+        self._unsent.discard(message)  # a change made from now on is published again
         try:
             await self.stores.bus.publish(DEPLOYMENT, message)
         except StoreUnavailable as exc:

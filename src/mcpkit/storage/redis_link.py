@@ -43,6 +43,10 @@ def _driver() -> Any:
     return redis
 
 
+MAX_CONNECTIONS = 64
+"""Connections to Redis one instance opens at most (per event loop); more calls wait."""
+
+
 class RedisLink:
     """A Redis URL, its key prefix and its bounds; the client of the running loop."""
 
@@ -73,7 +77,14 @@ class RedisLink:
         if client is None:
             for old in [lp for lp in self._clients if lp.is_closed()]:
                 del self._clients[old]
-            client = self._driver.asyncio.Redis.from_url(self.url, **self._options())
+            # A blocking pool: a burst of calls beyond ``MAX_CONNECTIONS`` waits for a
+            # connection (up to ``timeout``) instead of failing at once (redis-py's default
+            # pool raises "Too many connections" past 100, which a storm of
+            # announcements reached).
+            pool = self._driver.asyncio.BlockingConnectionPool.from_url(
+                self.url, max_connections=MAX_CONNECTIONS, timeout=self.timeout,
+                **self._options())
+            client = self._driver.asyncio.Redis.from_pool(pool)
             self._clients[loop] = client
         return client
 

@@ -61,7 +61,8 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
             for event_id, data, final in items:
                 if skip_through is not None and event_id and (
                         int(event_id.rpartition("_")[2]) <= skip_through):
-                    listener.sent(len(data))
+                    listener.sent(len(data))  # (replayed already: the answer too, maybe)
+                    done = done or final
                     continue
                 chunk = encode_event(data, event_id or None,  # "": not stored
                                      retry_ms if first else None)

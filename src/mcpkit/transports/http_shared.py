@@ -31,6 +31,7 @@ session ends. Failures to reach the store are ``StoreUnavailable`` (503 to the r
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import functools
 import logging
@@ -69,6 +70,7 @@ class SharedSessions:
         self.recheck = float(getattr(store, "recheck", 0.0))
         self.token = secrets.token_hex(4)
         self._held: dict[Session, HttpSession] = {}  # the sessions adopted here
+        self._leaving: set[asyncio.Task[None]] = set()  # unsubscriptions under way
 
     async def adopt(self, session: HttpSession, ended: Callable[[str], None]) -> None:
         """Make ``session`` (new or restored here) one of the deployment's: instance-unique
@@ -109,9 +111,13 @@ class SharedSessions:
         await self.bus.publish(session.session_id, CHANGED)
 
     def leave(self, session: HttpSession) -> None:
-        """Stop listening for a session dropped here (in the background)."""
+        """Stop listening for a session dropped here, in the background: in a task of
+        this object's, not the session's (closing the session, which comes next, cancels
+        the session's tasks before they start: its bus channel stayed subscribed)."""
         self._held.pop(session.session, None)
-        session.session.spawn(functools.partial(self._unlisten, session.session_id))
+        task = asyncio.get_running_loop().create_task(self._unlisten(session.session_id))
+        self._leaving.add(task)
+        task.add_done_callback(self._leaving.discard)
 
     def reaches(self, session: Session) -> bool:
         """Whether a deployment-wide notification for ``session`` is this instance's to
