@@ -125,17 +125,18 @@ class Load:
             client.close()
 
     async def storm(self, count: int) -> None:
-        """``count`` triggers as fast as the server answers them (batches of 200): a
+        """``count`` triggers as fast as the server answers them (batches of 100, the
+        server's ``max_batch``): a
         burst of changes that fills the unread streams' socket buffers (a few MB each)
         within seconds, after which a server without backpressure buffers the rest."""
         client = StatefulClient(4200, self.knobs, self._rng(), version="2025-03-26")
         started = time.monotonic()
         try:
-            for _ in range(-(-count // 200)):
+            for _ in range(-(-count // 100)):
                 if self.stopping.is_set() or self.halt_triggers:
                     break
-                await self._trigger(client, 200)
-                self.stormed += 200
+                await self._trigger(client, 100)
+                self.stormed += 100
         finally:
             client.close()
             self.storm_seconds = round(time.monotonic() - started, 1)

@@ -5,7 +5,11 @@ hands each message to the ``deliver`` callback of its session. Subscribing and p
 are bounded Redis calls (``StoreUnavailable`` when Redis cannot be reached). When the
 subscriber connection breaks, the reader makes a new one every ``RETRY_SECONDS`` until it
 connects, and subscribes it to every channel listened to, so the bus recovers by itself
-(messages published meanwhile are lost: pub/sub keeps nothing).
+(messages published meanwhile are lost: pub/sub keeps nothing). A message that must not
+be lost that way is published with ``publish_kept``: it is also kept for ``keep`` seconds
+in a sorted set per session (``<prefix>kept:<sid>``, by publication time), and a
+subscriber that reconnects delivers again what was kept for its channels since it broke
+(so such a message may arrive twice: at least once).
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -23,6 +28,8 @@ log = logging.getLogger("mcpkit.storage")
 
 RETRY_SECONDS = 0.2
 """Seconds between attempts to reconnect a broken subscriber connection."""
+CLOCK_SKEW = 2.0
+"""Seconds of clock difference between instances allowed for when replaying kept messages."""
 
 
 class _Subscriber:
@@ -30,9 +37,10 @@ class _Subscriber:
 
     def __init__(self, link: RedisLink) -> None:
         self.link = link
-        self.pubsub: Any = link.client().pubsub(ignore_subscribe_messages=True)
         self.deliver: dict[bytes, Callable[[bytes], None]] = {}
         self.reader: asyncio.Task[None] | None = None
+        self.alive_at = time.time()  # wall clock: the connection last known to work
+        self.pubsub: Any = link.client().pubsub(ignore_subscribe_messages=True)
 
     async def renew(self) -> None:
         """A new subscriber connection, subscribed to every channel listened to (after
@@ -43,6 +51,31 @@ class _Subscriber:
             await old.aclose()
         if self.deliver:
             await self.link.run("listen again", lambda r: self.pubsub.subscribe(*self.deliver))
+            await self.replay_kept(self.alive_at - CLOCK_SKEW)
+
+    async def replay_kept(self, since: float) -> None:
+        """Deliver again what was published with ``publish_kept`` since ``since`` (wall
+        clock) on the channels listened to: what the broken connection may have missed."""
+        channels = list(self.deliver)
+        bus = self.link.key("bus", "").encode()
+        keys = [self.link.key("kept", c[len(bus):].decode()) for c in channels]
+
+        async def read(r: Any) -> list[Any]:
+            async with r.pipeline(transaction=False) as pipe:
+                for key in keys:
+                    pipe.zrangebyscore(key, int(since * 1000), "+inf")
+                return list(await pipe.execute())
+
+        for channel, kept in zip(channels, await self.link.run("read kept messages", read),
+                                 strict=True):
+            deliver = self.deliver.get(channel)
+            if deliver is None:
+                continue
+            for message in kept:
+                try:
+                    deliver(bytes(message).partition(b"\n")[2])  # (after its stamp)
+                except Exception:
+                    log.exception("session bus: delivering a kept message failed")
 
     async def read(self) -> None:
         broken = False
@@ -57,6 +90,7 @@ class _Subscriber:
                     broken = False
                     log.warning("session bus: Redis subscriber connected again")
                 message = await self.pubsub.get_message(timeout=1.0)
+                self.alive_at = time.time()
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -98,6 +132,24 @@ class RedisBus:
         channel = self._channel(session_id)
         await self.link.run("deliver to the instance holding the session",
                             lambda r: r.publish(channel, message))
+
+    async def publish_kept(self, session_id: str, message: bytes, keep: float = 60.0) -> None:
+        """``publish``, and keep ``message`` for ``keep`` seconds for the subscribers that
+        reconnect meanwhile (see the module docstring)."""
+        channel = self._channel(session_id)
+        key = self.link.key("kept", session_id)
+        now = int(time.time() * 1000)
+        stamped = b"%d\n%s" % (now, message)  # (the same message kept twice stays twice)
+
+        async def work(r: Any) -> Any:
+            async with r.pipeline(transaction=False) as pipe:
+                pipe.zadd(key, {stamped: now})
+                pipe.zremrangebyscore(key, 0, now - int(keep * 1000))
+                pipe.pexpire(key, int(keep * 1000))
+                pipe.publish(channel, message)
+                return await pipe.execute()
+
+        await self.link.run("deliver to the instance holding the session", work)
 
     async def listen(self, session_id: str, deliver: Callable[[bytes], None]) -> None:
         sub = self._subscriber()

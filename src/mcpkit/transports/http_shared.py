@@ -139,8 +139,9 @@ class SharedSessions:
         for msg in messages:
             if is_answer(msg) and "id" in msg and not session.conn.awaits(msg["id"]):
                 await self.bus.publish(session.session_id, ANSWER + orjson.dumps(msg))
-            elif _cancels_elsewhere(session, msg):
-                await self.bus.publish(session.session_id, CANCEL + orjson.dumps(msg))
+            elif _cancels_elsewhere(session, msg):  # kept: survives a bus reconnection
+                kept = getattr(self.bus, "publish_kept", self.bus.publish)
+                await kept(session.session_id, CANCEL + orjson.dumps(msg))
             else:
                 keep.append(msg)
         if not keep:
