@@ -199,8 +199,8 @@ def test_markdown_has_summary_failures_and_a_table_per_section() -> None:
 # ---------------------------------------------------------------------------- text
 
 
-def test_text_lists_failures_worst_first_within_100_columns() -> None:
-    out = render(sample_report(), "text")
+def test_verbose_text_lists_failures_worst_first_within_100_columns() -> None:
+    out = render(sample_report(), "text", verbose=True)
     assert ESC not in out and "\\x1b[2J cleared" in out
     assert all(len(line) <= 100 for line in out.splitlines()), max(out.splitlines(), key=len)
     head = out.split("Failures, worst first\n", 1)[0]
@@ -228,8 +228,8 @@ def test_text_lists_failures_worst_first_within_100_columns() -> None:
 
 
 def test_text_color_is_optional() -> None:
-    plain = render(sample_report(), "text")
-    colored = render(sample_report(), "text", color=True)
+    plain = render(sample_report(), "text", verbose=True)
+    colored = render(sample_report(), "text", color=True, verbose=True)
     assert ESC not in plain
     assert "\x1b[31mfail" in colored and "\x1b[32mpass" in colored
     assert "\x1b[2mn/a" in colored and "\x1b[2muntestable" in colored

@@ -2,9 +2,12 @@
 
 One report, five shapes, each for where it will be read:
 
-- ``text``: a terminal. The header, the counts, the failures worst first (MUST, SHOULD,
-  MAY, LINT) with a short evidence excerpt, then one compact line per finding, section by
-  section, cut to 100 columns. Optional ANSI colour.
+- ``text``: a terminal, cut to 100 columns, optional ANSI colour. By default one screen:
+  the header, the counts, what failed grouped by level (MUST, SHOULD, MAY, LINT; a
+  rule that fails alike in both eras on one row, its message in at most two lines) and one
+  tally line per section. ``verbose`` shows the whole report instead: every failure
+  with an evidence excerpt, then one line per finding (passes, n/a and untestable too),
+  section by section.
 - ``json``: the report's own JSON (:meth:`Report.to_json`), for tools and CI.
 - ``markdown``: a pull-request comment. Counts, the failures with their evidence folded in
   ``<details>``, a table per section (sections without failures folded).
@@ -50,10 +53,11 @@ _ERA_ORDER = {"stateful": 0, "stateless": 1, None: 2}
 _SEVERITY = {v: i for i, v in enumerate(VERDICTS)}  # fail, pass, n/a, untestable: worst first
 
 
-def render(report: Report, fmt: str, *, color: bool = False) -> str:
-    """``report`` as ``fmt`` (one of :data:`FORMATS`); ``color`` only affects ``text``."""
+def render(report: Report, fmt: str, *, color: bool = False, verbose: bool = False) -> str:
+    """``report`` as ``fmt`` (one of :data:`FORMATS`); ``color`` and ``verbose`` (every
+    row, the evidence of every failure) only affect ``text``."""
     if fmt == "text":
-        return _text(report, color)
+        return _text(report, color) if verbose else _brief(report, color)
     if fmt == "json":
         return _json(report)
     if fmt == "markdown":
@@ -155,13 +159,18 @@ _ANSI = {"fail": "31", "pass": "32", "n/a": "2", "untestable": "2", "bold": "1",
          "MUST": "1;31", "SHOULD": "33", "MAY": "36", "LINT": "36"}
 
 
-def _text(report: Report, color: bool) -> str:
+def _painter(color: bool) -> Callable[[str, str], str]:
     def paint(text: str, key: str) -> str:
         return f"\x1b[{_ANSI[key]}m{text}\x1b[0m" if color and key in _ANSI else text
+    return paint
 
+
+def _head(report: Report, paint: Callable[[str, str], str]) -> list[str]:
+    """The checker and target, the run's facts, one line per era, the counts."""
     out: list[str] = []
     checker = f"mcpkit check {report.checker_version}".rstrip()
-    out.append(paint(f"{checker}: {_safe(_one_line(report.target))}", "bold"))
+    title = _wrap(f"{checker}: {_safe(_one_line(report.target))}", "", "    ")
+    out += [paint(line, "bold") for line in title.split("\n")]
     rows = [("transport", report.transport), ("call tools", report.call_tools),
             ("duration", _duration(report.duration_s))]
     rows += [(e.era, _era_line(e)) for e in report.eras]
@@ -177,7 +186,12 @@ def _text(report: Report, color: bool) -> str:
     others = ", ".join(f"{failed[lv]} {lv}" for lv in ("MAY", "LINT"))
     out += ["", f"Failed: {verdict} (and {others}).",
             f"Verdicts: {_tally_text(total) or 'none'} ({len(report.findings)} findings)."]
+    return out
 
+
+def _text(report: Report, color: bool) -> str:
+    paint = _painter(color)
+    out = _head(report, paint)
     failures = report.failures()
     if failures:
         out += ["", paint("Failures, worst first", "bold")]
@@ -193,6 +207,60 @@ def _text(report: Report, color: bool) -> str:
         out += ["", paint(f"== {name} ({_tally_text(_tally(found))})", "bold")]
         out += _text_table(found, paint)
     return "\n".join(out) + "\n"
+
+
+BRIEF_MESSAGE_LINES = 2
+"""Lines of a failure's message in the default text report."""
+
+BRIEF_WRAP_UNDER = 20
+"""Past this many failures the default text report gives each one line, not two."""
+
+
+def _brief(report: Report, color: bool) -> str:
+    """The default text report: one screen for a typical server. What failed, grouped by
+    level, each failure's message in at most two lines without evidence; one tally line
+    per section; the way to the rest (``--verbose``)."""
+    paint = _painter(color)
+    out = _head(report, paint)
+    failures = report.failures()
+    by_level: dict[str, list[Finding]] = {}
+    for f in failures:
+        by_level.setdefault(f.level, []).append(f)
+    rows = {lv: _merged(sorted(found, key=lambda f: (f.rule, _ERA_ORDER.get(f.era, 3))))
+            for lv, found in by_level.items()}
+    lines = BRIEF_MESSAGE_LINES if sum(map(len, rows.values())) <= BRIEF_WRAP_UNDER else 1
+    if not failures:
+        out += ["", paint("No failures.", "pass")]
+    for level in LEVELS:
+        if level not in rows:
+            continue
+        out += ["", paint(f"{level} ({len(by_level[level])} failed)", level)]
+        rule_w = min(32, max(len(f.rule) for f, _ in rows[level]))
+        for f, era in rows[level]:
+            left = f"  {_safe(_cut(f.rule, rule_w, '...')):<{rule_w}}  {era:<9}  "
+            out += _clipped(_safe(_one_line(f.message)), left, lines)
+    sections = _sections(report)
+    if sections:
+        out += ["", paint("Sections", "bold")]
+        name_w = max(len(name) for name, _ in sections)
+        for name, found in sections:
+            out.append(f"  {_safe(name):<{name_w}}  {_tally_text(_tally(found))}")
+    out += ["", "--verbose: every finding (passes, n/a and untestable too) and the evidence "
+            "of each failure."]
+    return "\n".join(out) + "\n"
+
+
+def _clipped(text: str, first: str, lines: int) -> list[str]:
+    """``text`` wrapped after ``first`` (continued under its end) in at most ``lines``
+    lines, the last cut with ``...`` when more would follow."""
+    rest = " " * len(first)
+    wrapped = textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
+                            break_long_words=True, break_on_hyphens=False) or [first.rstrip()]
+    if len(wrapped) <= lines:
+        return wrapped
+    kept = wrapped[:lines]
+    kept[-1] = _cut(kept[-1], WIDTH - 3, "") + "..."
+    return kept
 
 
 def _wrap(text: str, first: str, rest: str) -> str:

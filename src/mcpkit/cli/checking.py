@@ -42,15 +42,18 @@ def add_args(chk: argparse.ArgumentParser) -> None:
                      "later runs report what was added, removed or changed")
     chk.add_argument("--jobs", type=int, default=4, metavar="N",
                      help="with --config: servers checked at once (default 4)")
+    chk.add_argument("-v", "--verbose", action="store_true",
+                     help="--format text: every finding (passes, n/a, untestable) and the "
+                     "evidence of each failure, not only what failed")
 
 
-def _join(reports: Sequence[Report], fmt: str, color: bool) -> str:
+def _join(reports: Sequence[Report], fmt: str, color: bool, verbose: bool) -> str:
     """``reports`` as one document of ``fmt``; not ``sarif``, which :func:`output` writes."""
     from ..check import report_ci
     from ..check.report import render
 
     if len(reports) == 1 and not reports[0].server:
-        return render(reports[0], fmt, color=color)
+        return render(reports[0], fmt, color=color, verbose=verbose)
     if fmt == "json":
         doc = {"servers": [r.to_json() for r in reports]}
         return orjson.dumps(doc, option=orjson.OPT_INDENT_2).decode() + "\n"
@@ -59,7 +62,7 @@ def _join(reports: Sequence[Report], fmt: str, color: bool) -> str:
     if fmt == "csv":
         raise CheckUsageError("--format csv writes one server's compliance matrix; use json, "
                          "sarif or junit with --config")
-    parts = [render(r, fmt, color=color) for r in reports]
+    parts = [render(r, fmt, color=color, verbose=verbose) for r in reports]
     sep = {"html": "\n<hr>\n", "markdown": "\n---\n\n"}.get(fmt, "\n" + "=" * 100 + "\n\n")
     return sep.join(parts)
 
@@ -103,7 +106,7 @@ def output(args: argparse.Namespace, reports: Sequence[Report], prep: Prepared,
         text = report_ci.sarif(reports, version=reports[0].checker_version if reports else "",
                                config=config, known=known)
     else:
-        text = _join(reports, args.format, color)
+        text = _join(reports, args.format, color, args.verbose)
     failed = [f for r in reports for f in r.failures()]
     if args.out:
         with open(args.out, "w", encoding="utf-8") as out:
