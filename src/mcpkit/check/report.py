@@ -28,28 +28,32 @@ import csv
 import html
 import io
 import re
-import textwrap
-from collections.abc import Callable, Iterable, Sequence
 
 import orjson
 
 from ..protocol.text import visible as _safe
-from . import report_ci
-from .model import LEVELS, VERDICTS, EraSummary, Finding, Report
-from .rules import SECTIONS, matrix
+from . import report_ci, report_text
+from .model import LEVELS, VERDICTS, Finding, Report
+from .report_common import (
+    ERA_ORDER,
+    cut,
+    duration,
+    era_label,
+    merged,
+    one_line,
+    sections,
+    server_name,
+    tally,
+    tally_levels,
+    tally_text,
+)
+from .rules import matrix
 
 FORMATS = ("text", "json", "markdown", "html", "csv", "sarif", "junit")
-
-WIDTH = 100
-"""Columns of the text report."""
-
-EVIDENCE_LINES = 6
-"""Lines of evidence the text report shows per failure."""
 
 NOTES_LIMIT = 300
 """Characters of the CSV ``Notes`` column."""
 
-_ERA_ORDER = {"stateful": 0, "stateless": 1, None: 2}
 _SEVERITY = {v: i for i, v in enumerate(VERDICTS)}  # fail, pass, n/a, untestable: worst first
 
 
@@ -57,7 +61,7 @@ def render(report: Report, fmt: str, *, color: bool = False, verbose: bool = Fal
     """``report`` as ``fmt`` (one of :data:`FORMATS`); ``color`` and ``verbose`` (every
     row, the evidence of every failure) only affect ``text``."""
     if fmt == "text":
-        return _text(report, color) if verbose else _brief(report, color)
+        return report_text.full(report, color) if verbose else report_text.brief(report, color)
     if fmt == "json":
         return _json(report)
     if fmt == "markdown":
@@ -78,244 +82,6 @@ def _json(report: Report) -> str:
     return data.decode("utf-8") + "\n"
 
 
-# ---------------------------------------------------------------------------- shared
-
-
-def _sections(report: Report) -> list[tuple[str, list[Finding]]]:
-    """Non-empty sections in report order, findings grouped by rule (in order of first
-    appearance) and, within a rule, by era. Unknown sections follow the known ones."""
-    first: dict[str, int] = {}
-    for i, f in enumerate(report.findings):
-        first.setdefault(f.rule, i)
-    ordered = sorted(report.findings, key=lambda f: (first[f.rule], _ERA_ORDER.get(f.era, 3)))
-    names = list(SECTIONS)
-    for f in ordered:
-        if f.section not in names:
-            names.append(f.section)
-    out = []
-    for name in names:
-        found = [f for f in ordered if f.section == name]
-        if found:
-            out.append((name or "Other", found))
-    return out
-
-
-def _tally(findings: Iterable[Finding]) -> dict[str, int]:
-    tally: dict[str, int] = dict.fromkeys(VERDICTS, 0)
-    for f in findings:
-        tally[f.verdict] += 1
-    return tally
-
-
-def _tally_text(tally: dict[str, int]) -> str:
-    return ", ".join(f"{n} {v}" for v, n in tally.items() if n)
-
-
-def _era_label(era: str | None) -> str:
-    return era or "-"
-
-
-def _server_name(e: EraSummary) -> str:
-    info = e.server_info or {}
-    parts = [str(info[k]) for k in ("name", "version") if info.get(k) not in (None, "")]
-    return " ".join(parts)
-
-
-def _era_line(e: EraSummary) -> str:
-    """``served, revision 2025-11-25, name 1.0, 25 messages checked - note``."""
-    parts = ["served" if e.served else "not served"]
-    if e.revision:
-        parts.append(f"revision {e.revision}")
-    if name := _server_name(e):
-        parts.append(name)
-    if e.messages_checked:
-        parts.append(f"{e.messages_checked} messages checked")
-    line = ", ".join(parts)
-    return f"{line} - {e.note}" if e.note else line
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.1f} s" if seconds < 120 else f"{int(seconds // 60)} min {seconds % 60:.0f} s"
-
-
-def _cut(text: str, limit: int, marker: str = "…") -> str:
-    if len(text) <= limit:
-        return text
-    return text[: max(0, limit - len(marker))] + marker
-
-
-def _one_line(text: str) -> str:
-    return " ".join(text.split())
-
-
-def _tally_levels(report: Report) -> dict[str, int]:
-    counts = report.counts()
-    return {lv: counts[lv]["fail"] for lv in LEVELS}
-
-
-# ---------------------------------------------------------------------------- text
-
-_ANSI = {"fail": "31", "pass": "32", "n/a": "2", "untestable": "2", "bold": "1",
-         "MUST": "1;31", "SHOULD": "33", "MAY": "36", "LINT": "36"}
-
-
-def _painter(color: bool) -> Callable[[str, str], str]:
-    def paint(text: str, key: str) -> str:
-        return f"\x1b[{_ANSI[key]}m{text}\x1b[0m" if color and key in _ANSI else text
-    return paint
-
-
-def _head(report: Report, paint: Callable[[str, str], str]) -> list[str]:
-    """The checker and target, the run's facts, one line per era, the counts."""
-    out: list[str] = []
-    checker = f"mcpkit check {report.checker_version}".rstrip()
-    title = _wrap(f"{checker}: {_safe(_one_line(report.target))}", "", "    ")
-    out += [paint(line, "bold") for line in title.split("\n")]
-    rows = [("transport", report.transport), ("call tools", report.call_tools),
-            ("duration", _duration(report.duration_s))]
-    rows += [(e.era, _era_line(e)) for e in report.eras]
-    for key, value in rows:
-        out.append(_wrap(_safe(_one_line(value)), f"  {key:<11} ", " " * 14))
-
-    # Summary.
-    counts = report.counts()
-    failed = {lv: counts[lv]["fail"] for lv in LEVELS}
-    total = _tally(report.findings)
-    verdict = (paint(f"{failed['MUST']} MUST", "MUST" if failed["MUST"] else "pass") + ", "
-               + paint(f"{failed['SHOULD']} SHOULD", "SHOULD" if failed["SHOULD"] else "pass"))
-    others = ", ".join(f"{failed[lv]} {lv}" for lv in ("MAY", "LINT"))
-    out += ["", f"Failed: {verdict} (and {others}).",
-            f"Verdicts: {_tally_text(total) or 'none'} ({len(report.findings)} findings)."]
-    return out
-
-
-def _text(report: Report, color: bool) -> str:
-    paint = _painter(color)
-    out = _head(report, paint)
-    failures = report.failures()
-    if failures:
-        out += ["", paint("Failures, worst first", "bold")]
-        for f in failures:
-            head = f"  {paint(f'{f.level:<6}', f.level)} {_safe(f.rule)}"
-            out.append(f"{head} [{_era_label(f.era)}]" if f.era else head)
-            out.append(_wrap(_safe(_cut(_one_line(f.message), 1000, "...")), "      ", "      "))
-            out += _evidence_excerpt(f.evidence)
-    else:
-        out += ["", paint("No failures.", "pass")]
-
-    for name, found in _sections(report):
-        out += ["", paint(f"== {name} ({_tally_text(_tally(found))})", "bold")]
-        out += _text_table(found, paint)
-    return "\n".join(out) + "\n"
-
-
-BRIEF_MESSAGE_LINES = 2
-"""Lines of a failure's message in the default text report."""
-
-BRIEF_WRAP_UNDER = 20
-"""Past this many failures the default text report gives each one line, not two."""
-
-
-def _brief(report: Report, color: bool) -> str:
-    """The default text report: one screen for a typical server. What failed, grouped by
-    level, each failure's message in at most two lines without evidence; one tally line
-    per section; the way to the rest (``--verbose``)."""
-    paint = _painter(color)
-    out = _head(report, paint)
-    failures = report.failures()
-    by_level: dict[str, list[Finding]] = {}
-    for f in failures:
-        by_level.setdefault(f.level, []).append(f)
-    rows = {lv: _merged(sorted(found, key=lambda f: (f.rule, _ERA_ORDER.get(f.era, 3))))
-            for lv, found in by_level.items()}
-    lines = BRIEF_MESSAGE_LINES if sum(map(len, rows.values())) <= BRIEF_WRAP_UNDER else 1
-    if not failures:
-        out += ["", paint("No failures.", "pass")]
-    for level in LEVELS:
-        if level not in rows:
-            continue
-        out += ["", paint(f"{level} ({len(by_level[level])} failed)", level)]
-        rule_w = min(32, max(len(f.rule) for f, _ in rows[level]))
-        for f, era in rows[level]:
-            left = f"  {_safe(_cut(f.rule, rule_w, '...')):<{rule_w}}  {era:<9}  "
-            out += _clipped(_safe(_one_line(f.message)), left, lines)
-    sections = _sections(report)
-    if sections:
-        out += ["", paint("Sections", "bold")]
-        name_w = max(len(name) for name, _ in sections)
-        for name, found in sections:
-            out.append(f"  {_safe(name):<{name_w}}  {_tally_text(_tally(found))}")
-    out += ["", "--verbose: every finding (passes, n/a and untestable too) and the evidence "
-            "of each failure."]
-    return "\n".join(out) + "\n"
-
-
-def _clipped(text: str, first: str, lines: int) -> list[str]:
-    """``text`` wrapped after ``first`` (continued under its end) in at most ``lines``
-    lines, the last cut with ``...`` when more would follow."""
-    rest = " " * len(first)
-    wrapped = textwrap.wrap(text, WIDTH, initial_indent=first, subsequent_indent=rest,
-                            break_long_words=True, break_on_hyphens=False) or [first.rstrip()]
-    if len(wrapped) <= lines:
-        return wrapped
-    kept = wrapped[:lines]
-    kept[-1] = _cut(kept[-1], WIDTH - 3, "") + "..."
-    return kept
-
-
-def _wrap(text: str, first: str, rest: str) -> str:
-    return textwrap.fill(text, WIDTH, initial_indent=first, subsequent_indent=rest,
-                         break_long_words=True, break_on_hyphens=False) or first.rstrip()
-
-
-def _evidence_excerpt(evidence: str) -> list[str]:
-    """At most :data:`EVIDENCE_LINES` lines of evidence, long lines folded at the width."""
-    if not evidence.strip():
-        return []
-    prefix = "      | "
-    room = WIDTH - len(prefix)
-    lines: list[str] = []
-    for raw in _safe(evidence.strip("\n")).split("\n"):
-        raw = raw.rstrip()
-        lines += [raw[i:i + room] for i in range(0, len(raw), room)] or [""]
-    if len(lines) > EVIDENCE_LINES:
-        more = len(lines) - (EVIDENCE_LINES - 1)
-        lines = [*lines[: EVIDENCE_LINES - 1], f"... ({more} more lines)"]
-    return [prefix + line for line in lines]
-
-
-def _merged(found: Sequence[Finding]) -> list[tuple[Finding, str]]:
-    """``(finding, era label)`` rows where the two eras of a rule that agree on verdict and
-    message share one row, era ``both`` (for the tables that show no evidence)."""
-    rows: list[tuple[Finding, str]] = []
-    i = 0
-    while i < len(found):
-        f = found[i]
-        nxt = found[i + 1] if i + 1 < len(found) else None
-        same = nxt is not None and (nxt.rule, nxt.verdict, nxt.level, nxt.message) == (
-            f.rule, f.verdict, f.level, f.message)
-        if nxt is not None and same and {f.era, nxt.era} == {"stateful", "stateless"}:
-            rows.append((f, "both"))
-            i += 2
-        else:
-            rows.append((f, _era_label(f.era)))
-            i += 1
-    return rows
-
-
-def _text_table(found: Sequence[Finding], paint: Callable[[str, str], str]) -> list[str]:
-    """One line per finding: rule, era, verdict, message."""
-    rows = _merged(found)
-    rule_w = min(32, max(len(f.rule) for f, _ in rows))
-    out = []
-    for f, era in rows:
-        left = f"  {_safe(_cut(f.rule, rule_w, '...')):<{rule_w}}  {era:<9}  "
-        room = max(20, WIDTH - len(left) - 12)
-        msg = _safe(_cut(_one_line(f.message), room, "..."))
-        verdict = f"{f.verdict:<10}  " if msg else f.verdict
-        out.append(f"{left}{paint(verdict, f.verdict)}{msg}")
-    return out
-
 
 # ---------------------------------------------------------------------------- markdown
 
@@ -333,7 +99,7 @@ def _md(text: str) -> str:
 
 def _md_code(text: str) -> str:
     """An inline code span holding ``text`` (one line), whatever backticks it contains."""
-    text = _safe(_one_line(text))
+    text = _safe(one_line(text))
     runs = [len(m) for m in re.findall(r"`+", text)]
     fence = "`" * (max(runs, default=0) + 1)
     pad = " " if text.startswith("`") or text.endswith("`") else ""
@@ -358,17 +124,17 @@ def _markdown(report: Report) -> str:
     checker = f"mcpkit check {report.checker_version}".rstrip()
     out.append(f"**Target** {_md_code(report.target)} ({_md(report.transport)}) · "
                f"**call tools** {_md(report.call_tools)} · "
-               f"**duration** {_duration(report.duration_s)} · {_md(checker)}")
+               f"**duration** {duration(report.duration_s)} · {_md(checker)}")
     if report.eras:
         out += ["", "| Era | Served | Revision | Server | Messages checked | Note |",
                 "|---|---|---|---|---:|---|"]
         for e in report.eras:
             cells = [_md(e.era), "yes" if e.served else "**no**", _md(e.revision or "-"),
-                     _md(_server_name(e) or "-"), str(e.messages_checked), _md(e.note)]
+                     _md(server_name(e) or "-"), str(e.messages_checked), _md(e.note)]
             out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
 
     counts = report.counts()
-    failed = _tally_levels(report)
+    failed = tally_levels(report)
     out += ["", "## Summary", ""]
     if failed["MUST"] or failed["SHOULD"]:
         out.append(f"**{failed['MUST']} MUST and {failed['SHOULD']} SHOULD failure(s)**, "
@@ -393,14 +159,14 @@ def _markdown(report: Report) -> str:
             out += ["", "  <details><summary>evidence</summary>", "",
                     *_md_fence(f.evidence, "  "), "", "  </details>", ""]
 
-    for name, found in _sections(report):
-        tally = _tally(found)
-        out += ["", f"## {_md(name)}", "", _tally_text(tally) + ".", ""]
-        folded = not tally["fail"]
+    for name, found in sections(report):
+        counted = tally(found)
+        out += ["", f"## {_md(name)}", "", tally_text(counted) + ".", ""]
+        folded = not counted["fail"]
         if folded:
             out += [f"<details><summary>{len(found)} findings, none failed</summary>", ""]
         out += ["| Rule | Era | Level | Verdict | Message |", "|---|---|---|---|---|"]
-        for f, era in _merged(found):
+        for f, era in merged(found):
             cells = [_md_code(f.rule), _md(era), f.level, _MD_VERDICT[f.verdict], _md(f.message)]
             out.append("| " + " | ".join(_md_cell(c) for c in cells) + " |")
         if folded:
@@ -504,7 +270,7 @@ def _html(report: Report) -> str:
         "<head>",
         '<meta charset="utf-8">',
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
-        f"<title>{_e(checker)}: {_e(_one_line(report.target))}</title>",
+        f"<title>{_e(checker)}: {_e(one_line(report.target))}</title>",
         f"<style>{_CSS}</style>",
         "</head>",
         "<body>",
@@ -514,7 +280,7 @@ def _html(report: Report) -> str:
         '<section class="card"><dl class="meta">',
     ]
     meta = [("Transport", report.transport), ("Call tools", report.call_tools),
-            ("Duration", _duration(report.duration_s)), ("Checker", checker)]
+            ("Duration", duration(report.duration_s)), ("Checker", checker)]
     out += [f"<dt>{_e(k)}</dt><dd>{_e(v)}</dd>" for k, v in meta]
     out.append("</dl>")
     if report.eras:
@@ -529,14 +295,14 @@ def _html(report: Report) -> str:
             out.append(
                 f"<tr><td>{_e(e.era)}</td><td>{served}</td>"
                 f'<td class="mono">{_e(e.revision or "-")}</td>'
-                f"<td>{_e(_server_name(e) or '-')}</td>"
+                f"<td>{_e(server_name(e) or '-')}</td>"
                 f'<td class="num">{e.messages_checked}</td><td>{_e(e.note)}</td></tr>')
         out.append("</tbody></table>")
     out.append("</section>")
 
     # Summary counts.
     counts = report.counts()
-    failed = _tally_levels(report)
+    failed = tally_levels(report)
     bad = failed["MUST"] or failed["SHOULD"]
     headline = (f"{failed['MUST']} MUST and {failed['SHOULD']} SHOULD failure(s); "
                 f"{failed['MAY']} MAY and {failed['LINT']} LINT." if bad else
@@ -567,10 +333,10 @@ def _html(report: Report) -> str:
                 f"{_e(f.message)}</li>")
         out.append("</ol></section>")
 
-    for name, found in _sections(report):
-        tally = _tally(found)
+    for name, found in sections(report):
+        counted = tally(found)
         chips = " ".join(
-            _badge(v, f"{n} {v}") for v, n in tally.items() if n)
+            _badge(v, f"{n} {v}") for v, n in counted.items() if n)
         out += [f'<section class="card"><header><h2>{_e(name)}</h2><span>{chips}</span>'
                 "</header>",
                 '<table class="findings"><colgroup>'
@@ -590,7 +356,7 @@ def _html(report: Report) -> str:
             out.append(
                 f'<tr id="f{ids[id(f)]}" class="{_e(f.verdict.replace("/", ""))}">'
                 f'<td><code>{_e(f.rule)}</code><div class="level">{_e(f.level)}</div></td>'
-                f"<td>{_e(_era_label(f.era))}</td><td>{_badge(f.verdict)}</td>"
+                f"<td>{_e(era_label(f.era))}</td><td>{_badge(f.verdict)}</td>"
                 f"<td>{''.join(cell)}</td></tr>")
         out.append("</tbody></table></section>")
     out += [f"<footer>{_e(checker)}</footer>", "</main>", "</body>", "</html>"]
@@ -619,16 +385,16 @@ def _matrix_verdict(found: list[Finding]) -> tuple[str, str]:
         return "", "not checked"
     worst = min(found, key=lambda f: _SEVERITY[f.verdict])
     per_era: dict[str | None, Finding] = {}
-    for f in sorted(found, key=lambda f: (_ERA_ORDER.get(f.era, 3), _SEVERITY[f.verdict])):
+    for f in sorted(found, key=lambda f: (ERA_ORDER.get(f.era, 3), _SEVERITY[f.verdict])):
         per_era.setdefault(f.era, f)
-    if len({(f.verdict, _one_line(f.message)) for f in per_era.values()}) == 1:
-        return worst.verdict, _cut(_one_line(worst.message), NOTES_LIMIT)
+    if len({(f.verdict, one_line(f.message)) for f in per_era.values()}) == 1:
+        return worst.verdict, cut(one_line(worst.message), NOTES_LIMIT)
     same_verdict = len({f.verdict for f in per_era.values()}) == 1
     room = max(60, (NOTES_LIMIT - 25 * len(per_era)) // len(per_era))
     parts = []
     for era, f in per_era.items():
         part = f"{era or 'all'}: {f.verdict}"
         if f.verdict != "pass" or same_verdict:
-            part += f" - {_cut(_one_line(f.message), room)}"
+            part += f" - {cut(one_line(f.message), room)}"
         parts.append(part)
-    return worst.verdict, _cut("; ".join(parts), NOTES_LIMIT)
+    return worst.verdict, cut("; ".join(parts), NOTES_LIMIT)
