@@ -34,8 +34,7 @@ fresh token is returned to the caller, not retried again.
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import AsyncGenerator, Generator, Iterable, Iterator, Mapping
+from collections.abc import AsyncGenerator, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +48,7 @@ from .client_callback import RedirectHandler
 from .client_challenge import BearerChallenge, parse_bearer_challenge
 from .client_discovery import Discovery, discover
 from .client_dpop import DPoPKey, DPoPNonces, Prover, dpop_from_store, nonce_challenge
-from .client_steps import AddressGuard, Call, Exclusive, Fetch, Flow, Interact, Step
+from .client_steps import AddressGuard, Call, Exclusive, Fetch, Flow, Interact, Step, bound
 from .client_store import ClientCredentials, MemoryTokenStore, Tokens, TokenStore
 from .client_tokens import exchange_code, refresh, register
 from .urls import canonical_resource_uri
@@ -314,7 +313,7 @@ class OAuth(httpx.Auth):
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request)
                     guard.check(step.request, reply)
-                    _bound(reply, step)
+                    bound(reply, step)
                     reply.read()
                 else:
                     reply = yield step
@@ -353,7 +352,7 @@ class OAuth(httpx.Auth):
                 elif isinstance(step, Fetch):
                     reply = yield guard.guard(step.request, asynchronous=True)
                     guard.check(step.request, reply)
-                    _bound(reply, step)
+                    bound(reply, step)
                     await reply.aread()
                 else:
                     reply = yield step
@@ -365,46 +364,6 @@ class OAuth(httpx.Auth):
             flow.close()
             if held:
                 self._task_lock.release()
-
-
-def _bound(response: httpx.Response, step: Fetch) -> None:
-    """Make reading ``response`` raise ``AuthorizationFailed`` past ``step.max_bytes``
-    or ``step.timeout`` seconds."""
-    response.stream = _Bounded(response.stream, step, str(step.request.url))
-
-
-class _Bounded(httpx.SyncByteStream, httpx.AsyncByteStream):
-    """A response body stream that stops at a size and a time limit."""
-
-    def __init__(self, inner: Any, step: Fetch, url: str) -> None:
-        self._inner = inner
-        self._limit = step.max_bytes
-        self._timeout = step.timeout
-        self._deadline = time.monotonic() + step.timeout
-        self._url = url
-        self._size = 0
-
-    def _count(self, chunk: bytes) -> bytes:
-        self._size += len(chunk)
-        if self._size > self._limit:
-            raise AuthorizationFailed(f"{self._url} answered more than {self._limit} bytes")
-        if time.monotonic() > self._deadline:
-            raise AuthorizationFailed(f"{self._url} took more than {self._timeout} s")
-        return chunk
-
-    def __iter__(self) -> Iterator[bytes]:
-        for chunk in self._inner:
-            yield self._count(chunk)
-
-    async def __aiter__(self) -> AsyncGenerator[bytes]:
-        async for chunk in self._inner:
-            yield self._count(chunk)
-
-    def close(self) -> None:
-        self._inner.close()
-
-    async def aclose(self) -> None:
-        await self._inner.aclose()
 
 
 def _mcp_version(request: httpx.Request) -> str | None:

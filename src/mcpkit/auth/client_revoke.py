@@ -34,8 +34,7 @@ import httpx
 
 from ..protocol.errors import AuthorizationFailed
 from .client_discovery import Discovery, authorization_server
-from .client_oauth import _bound
-from .client_steps import AddressGuard, Call, Fetch, Fetched, Step, exchange_json
+from .client_steps import AddressGuard, Call, Fetch, Fetched, Step, bound, exchange_json
 from .client_store import ClientCredentials, TokenStore
 from .client_tokens import client_auth, error_of
 from .urls import canonical_resource_uri
@@ -87,7 +86,7 @@ async def _pump(flow: Generator[Step, Any, None], http: httpx.AsyncClient,
                 reply = await http.send(guard.guard(step.request, asynchronous=True),
                                         stream=True)
                 guard.check(step.request, reply)
-                _bound(reply, step)
+                bound(reply, step)
                 try:
                     await reply.aread()
                 finally:

@@ -45,7 +45,8 @@ its answer is read).
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Mapping
+import time
+from collections.abc import AsyncGenerator, Awaitable, Callable, Generator, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urljoin
@@ -266,3 +267,43 @@ class AddressGuard:
             request.url, classify_address(peer), f"the address it reached, {peer},")
         if problem is not None:
             raise AuthorizationFailed(problem)
+
+
+def bound(response: httpx.Response, step: Fetch) -> None:
+    """Make reading ``response`` raise ``AuthorizationFailed`` past ``step.max_bytes``
+    or ``step.timeout`` seconds."""
+    response.stream = _Bounded(response.stream, step, str(step.request.url))
+
+
+class _Bounded(httpx.SyncByteStream, httpx.AsyncByteStream):
+    """A response body stream that stops at a size and a time limit."""
+
+    def __init__(self, inner: Any, step: Fetch, url: str) -> None:
+        self._inner = inner
+        self._limit = step.max_bytes
+        self._timeout = step.timeout
+        self._deadline = time.monotonic() + step.timeout
+        self._url = url
+        self._size = 0
+
+    def _count(self, chunk: bytes) -> bytes:
+        self._size += len(chunk)
+        if self._size > self._limit:
+            raise AuthorizationFailed(f"{self._url} answered more than {self._limit} bytes")
+        if time.monotonic() > self._deadline:
+            raise AuthorizationFailed(f"{self._url} took more than {self._timeout} s")
+        return chunk
+
+    def __iter__(self) -> Iterator[bytes]:
+        for chunk in self._inner:
+            yield self._count(chunk)
+
+    async def __aiter__(self) -> AsyncGenerator[bytes]:
+        async for chunk in self._inner:
+            yield self._count(chunk)
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()

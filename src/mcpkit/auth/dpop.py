@@ -44,7 +44,7 @@ from joserfc.errors import JoseError
 
 from ..protocol.errors import InvalidDPoPProof, UseDPoPNonce
 from .cache import TokenCache
-from .jwt import DEFAULT_ALGORITHMS, verified_claims
+from .jwt import DEFAULT_ALGORITHMS, asymmetric, verified_claims
 
 PROOF_ALGORITHMS = DEFAULT_ALGORITHMS
 """The proof algorithms accepted by default: the asymmetric ones access tokens may be
@@ -90,16 +90,8 @@ class DPoPChecker:
     def __init__(self, *, algorithms: Iterable[str] = PROOF_ALGORITHMS,
                  max_age: float = 300.0, leeway: float = 60.0, nonces: bool = False,
                  nonce_lifetime: float = 300.0, max_proofs: int = 100_000) -> None:
-        self.algorithms = tuple(dict.fromkeys(algorithms))
-        for alg in self.algorithms:
-            model = jws.JWSRegistry.algorithms.get(alg)
-            if model is None:
-                raise ValueError(f"unknown JWS algorithm {alg!r}")
-            if alg == "none" or model.key_type == "oct":
-                raise ValueError(f"algorithm {alg!r} is not allowed for DPoP proofs: "
-                                 "asymmetric algorithms only")
-        if not self.algorithms:
-            raise ValueError("algorithms must name at least one algorithm")
+        self.algorithms = asymmetric(algorithms, "a DPoP proof is signed with the client's "
+                                     "private key")
         if max_age <= 0 or leeway < 0 or nonce_lifetime <= 0:
             raise ValueError("max_age and nonce_lifetime must be > 0, leeway >= 0")
         self.max_age = max_age

@@ -44,6 +44,23 @@ among them: RFC 9864 deprecates it in favour of ``Ed25519``, and joserfc warns o
 use. Pass ``algorithms=(..., "EdDSA")`` for an issuer that still signs with it."""
 
 
+def asymmetric(algorithms: Iterable[str], why: str) -> tuple[str, ...]:
+    """``algorithms`` without repeats, once each is known to joserfc and asymmetric:
+    ``none`` and the HMAC (``oct`` key) algorithms would let anyone holding the shared
+    secret, or nobody, sign. ``ValueError`` says which one is refused and ``why``."""
+    names = tuple(dict.fromkeys(algorithms))
+    for alg in names:
+        model = jws.JWSRegistry.algorithms.get(alg)
+        if model is None:
+            raise ValueError(f"unknown JWS algorithm {alg!r}")
+        if alg == "none" or model.key_type == "oct":
+            raise ValueError(f"algorithm {alg!r} is not allowed: {why} (asymmetric "
+                             "algorithms only)")
+    if not names:
+        raise ValueError("algorithms must name at least one algorithm")
+    return names
+
+
 class JWTVerifier:
     """A :class:`~mcpkit.auth.verifier.TokenVerifier` for JWT access tokens.
 
@@ -75,16 +92,8 @@ class JWTVerifier:
             raise ValueError("cache_ttl must be >= 0 (0: verify every request)")
         self.cache_ttl = cache_ttl
         self.cache: TokenCache[AccessToken] = TokenCache(max_entries)
-        self.algorithms = frozenset(algorithms)
-        for alg in self.algorithms:
-            model = jws.JWSRegistry.algorithms.get(alg)
-            if model is None:
-                raise ValueError(f"unknown JWS algorithm {alg!r}")
-            if alg == "none" or model.key_type == "oct":
-                raise ValueError(f"algorithm {alg!r} is not allowed: tokens must be signed "
-                                 "with the issuer's private key (asymmetric algorithms only)")
-        if not self.algorithms:
-            raise ValueError("algorithms must name at least one algorithm")
+        self.algorithms = frozenset(asymmetric(algorithms, "tokens must be signed with the "
+                                               "issuer's private key"))
         if not isinstance(audience, Audience):
             audience = Audience(audience)
         self.rules = ClaimRules(issuer=issuer, audience=audience, leeway=leeway)

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
 import orjson
 
 from ..protocol.stateless import CLIENT_CAPABILITIES as META_CAPS
@@ -543,7 +542,3 @@ def _judge_error_code(facts: Facts, rule: str, reply: Reply, code: int, what: st
         facts.findings.append(finding(
             rule, "fail", f"{what} got {seen}; JSON-RPC requires error "
             f"{code} (with id null when the id cannot be read).", reply.evidence, era))
-
-
-async def settle(seconds: float = 0.05) -> None:
-    await anyio.sleep(seconds)

@@ -38,8 +38,8 @@ from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
 from . import calls, checking, completion, dev, install, login, proxying, waiting
-from .calls import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .loading import LoadError, load_server
+from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 
 
 def _fail(message: str, code: int = EXIT_USAGE) -> NoReturn:

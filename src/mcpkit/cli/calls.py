@@ -34,9 +34,8 @@ from typing import Any
 from ..protocol.scopes import B64TOKEN
 from . import elicit, login, tasks
 from .hints import after_redirect, explain_http, show_stderr_tail
+from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .waiting import Waiting, refused
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 
 JSON_SHAPES = {
     "list": "an array of the items as the server listed them (Tool, Resource, "
@@ -55,10 +54,6 @@ JSON_SHAPES = {
 UNBOUNDED = 7 * 86400.0
 """The request timeout given to the client where :class:`Clock` bounds the wait instead
 (finite: a task the server chose to create is polled within it)."""
-
-
-class UsageError(Exception):
-    """A mistake in how mcpkit was called; printed as one line, exit status 2."""
 
 
 # ---------------------------------------------------------------------- target

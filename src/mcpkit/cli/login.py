@@ -28,14 +28,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
+
 if TYPE_CHECKING:
     from ..auth import FileTokenStore, Tokens
-
-EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
-
-
-class NotLoggedIn(Exception):
-    """Raised where the CLI would have to start an interactive login."""
 
 
 def state_dir() -> Path:
@@ -73,7 +69,6 @@ def _store() -> FileTokenStore:
 
 def _stored(store: FileTokenStore, url: str) -> list[tuple[str, str, Tokens]]:
     """The stored (issuer, resource, tokens) for ``url``."""
-    from .calls import UsageError
 
     try:
         return [entry for entry in store.all_tokens() if covers(entry[1], url)]
@@ -166,7 +161,6 @@ class _FreshLogin:
 
 
 def _url_of(args: argparse.Namespace) -> str:
-    from .calls import UsageError
 
     url: str = args.url
     if not url.startswith(("http://", "https://")):
@@ -189,7 +183,6 @@ async def cmd_login(args: argparse.Namespace) -> int:
     from ..auth import AuthorizationFailed, ClientCredentials, LoopbackRedirect, OAuth
     from ..client import Client, Http, ServerUnreachable
     from ..protocol.errors import MCPError
-    from .calls import UsageError
 
     url = _url_of(args)
     secret = args.client_secret or os.environ.get("MCPKIT_CLIENT_SECRET") or None
