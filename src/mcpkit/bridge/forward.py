@@ -277,9 +277,7 @@ class ProxyMethods(Methods):
         if event.method in MRTR_METHODS and not passing:
             ctx = self._context(session, event)
             return self._seal.run(event, ctx, self._forward(session, event, ctx))
-        meta = event.params.get("_meta")
-        ctx = Context(self._proxy, session, event.id, event.method,
-                      meta if isinstance(meta, dict) else None, event.meta)
+        ctx = Context(self._proxy, session, event)
         return self._forward(session, event, ctx, passing)
 
     def _notified(self, session: Session, event: NotificationReceived) -> Any:

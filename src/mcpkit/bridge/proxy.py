@@ -246,8 +246,8 @@ class ProxyServer(Server):
         """A remote connection of ``session``'s own, declaring what its client declared,
         in its revision when the remote speaks it."""
         tap = Tap(session, self._peers)
-        rev = session.conn.revision
-        caps = dict(session.conn.peer_capabilities)
+        rev = session.revision
+        caps = dict(session.peer_capabilities)
         mode = "stateful" if self.remote_stateful else "stateless"
         version = rev.version if rev is not None and self.remote_stateful else None
 

@@ -91,8 +91,8 @@ class Request:
         self.event = event
         self.method = event.method
         self.id: RequestId | None = event.id if isinstance(event, RequestReceived) else None
-        self.principal: Principal | None = session.principal
-        self.peer: str | None = session.peer
+        self.principal: Principal | None = event.origin.principal
+        self.peer: str | None = event.origin.address
         self.state: dict[str, Any] = {}
 
     @property
@@ -115,10 +115,8 @@ class Request:
 
     @property
     def protocol_version(self) -> str | None:
-        meta = getattr(self.event, "meta", None)
-        if meta is not None:
-            return str(meta.revision.version)
-        rev = self.session.conn.revision
+        event = self.event
+        rev = event.revision if type(event) is RequestReceived else self.session.revision
         return None if rev is None else rev.version
 
     def __repr__(self) -> str:

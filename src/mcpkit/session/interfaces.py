@@ -56,8 +56,8 @@ class Principal(Protocol):
     """Who an authenticated request speaks for, as the layers below ``mcpkit.auth`` see it.
 
     An authentication middleware puts one in the ASGI scope; the HTTP transport hands it,
-    unread, to the session it feeds (``Session.principal``) and binds what the request
-    creates (an HTTP session) to its ``identity``. ``mcpkit.auth.AccessToken`` is one.
+    unread, with each message it feeds a session (``Origin.principal``), and binds what
+    the request creates (an HTTP session) to its ``identity``. ``mcpkit.auth.AccessToken`` is one.
     """
 
     @property

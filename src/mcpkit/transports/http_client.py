@@ -219,7 +219,7 @@ class HttpClientTransport:
         sid = session_id or self.session_id
         if sid:
             h["mcp-session-id"] = sid
-        rev = self.session.conn.revision
+        rev = self.session.revision
         if rev is not None and rev.stateful:
             h["mcp-protocol-version"] = rev.version
         return h
