@@ -51,10 +51,10 @@ from .asking import Asking
 from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
-    NotificationHandler,
     Output,
     ProgressCallback,
     RequestHandler,
+    SessionNotificationHandler,
 )
 from .loop import running_asyncio_loop, task_factory
 from .pump import BytePump
@@ -87,7 +87,7 @@ class Session:
         *,
         output: Output | None = None,
         on_request: RequestHandler | None = None,
-        on_notification: NotificationHandler | None = None,
+        on_notification: SessionNotificationHandler | None = None,
         on_event: Callable[[Session, Event], None] | None = None,
     ) -> None:
         """Give either a byte ``stream`` (served by ``run()`` through a ``BytePump``) or an

@@ -20,7 +20,9 @@ HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
 RequestHandler = Callable[["Session", RequestReceived], HandlerResult]
 """Answers an inbound request: a result now, or a coroutine producing it (run in a task).
 Raising ``ProtocolError`` answers with that error."""
-NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+SessionNotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+"""Takes an inbound notification of the session (the client-side callback type with the
+same role is ``mcpkit.client.NotificationHandler``: method and params)."""
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 

@@ -26,7 +26,7 @@ from ..protocol.connection import Connection, Outgoing
 from ..protocol.events import NO_ORIGIN, Origin
 from ..protocol.jsonrpc import RequestId, compact
 from ..protocol.sse import encode_event
-from ..session import NotificationHandler, Principal, RequestHandler, Session
+from ..session import Principal, RequestHandler, Session, SessionNotificationHandler
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
@@ -415,7 +415,7 @@ class HttpSession:
         store: EventStore,
         *,
         on_request: RequestHandler | None,
-        on_notification: NotificationHandler | None,
+        on_notification: SessionNotificationHandler | None,
         owner: str | None = None,
     ) -> None:
         """``owner``: the identity of the principal that created the session (None: an
