@@ -38,7 +38,7 @@ class RequestReceived(Record):
     """One inbound request, and the facts that govern it, decided once when it arrives:
 
     - ``id``, ``method``, ``params``: the message;
-    - ``meta``: a stateless (2026-07-28) request's own ``_meta`` (None on a session);
+    - ``stateless``: a 2026-07-28 request's own ``_meta``, read (None on a session);
     - ``revision``: the revision this request is served under (its ``_meta``'s, else the
       session's); ``peer_capabilities`` and ``peer_info``: the sender's, from the same
       place (its ``_meta``, else its ``initialize``);
@@ -47,19 +47,19 @@ class RequestReceived(Record):
       from what the transport handed it with the message.
 
     Handlers, middleware, tasks and telemetry read these rather than the connection.
-    Equality compares the message (``id``, ``method``, ``params``, ``meta``): the rest is
-    context the connection adds.
+    Equality compares the message (``id``, ``method``, ``params``, ``stateless``): the rest
+    is context the connection adds.
     """
 
-    __slots__ = ("id", "meta", "method", "origin", "params", "peer_capabilities", "peer_info",
-                 "progress_token", "revision")
+    __slots__ = ("id", "method", "origin", "params", "peer_capabilities", "peer_info",
+                 "progress_token", "revision", "stateless")
 
     def __init__(
         self,
         id: RequestId,
         method: str,
         params: JSONObject,
-        meta: RequestMeta | None = None,
+        stateless: RequestMeta | None = None,
         revision: Revision | None = None,
         peer_capabilities: JSONObject | None = None,
         peer_info: JSONObject | None = None,
@@ -68,11 +68,11 @@ class RequestReceived(Record):
         self.id = id
         self.method = method
         self.params = params
-        self.meta = meta
-        if meta is not None:
-            revision = meta.revision
-            peer_capabilities = meta.client_capabilities
-            peer_info = meta.client_info
+        self.stateless = stateless
+        if stateless is not None:
+            revision = stateless.revision
+            peer_capabilities = stateless.client_capabilities
+            peer_info = stateless.client_info
         self.revision = revision
         self.peer_capabilities: JSONObject = peer_capabilities or {}
         self.peer_info: JSONObject = peer_info or {}
@@ -83,7 +83,7 @@ class RequestReceived(Record):
         if type(other) is not RequestReceived:
             return NotImplemented
         return (self.id == other.id and self.method == other.method
-                and self.params == other.params and self.meta == other.meta)
+                and self.params == other.params and self.stateless == other.stateless)
 
 
 class NotificationReceived(Record):

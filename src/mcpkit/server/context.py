@@ -111,7 +111,7 @@ class Context:
             self.method = request.method
             meta = request.params.get("_meta")
             self.meta = meta if isinstance(meta, dict) else {}
-            self.stateless = request.meta
+            self.stateless = request.stateless
             self.auth = cast("AccessToken | None", request.origin.principal)
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0

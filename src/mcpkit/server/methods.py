@@ -106,7 +106,7 @@ class Methods:
 
     def _context(self, session: Session, event: RequestReceived) -> Context:
         """The handler's ``Context``; a stateless request's carries its MRTR answers."""
-        if event.meta is None:
+        if event.stateless is None:
             return Context(self._server, session, event)
         return Context(self._server, session, event,
                        self._seal.answers(event, event.origin.principal))
@@ -115,7 +115,7 @@ class Methods:
 
     def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
         rev = event.revision
-        newest = event.meta is None and rev is not None and rev.version == LATEST_STATEFUL
+        newest = event.stateless is None and rev is not None and rev.version == LATEST_STATEFUL
         return self._registry.tools_page(event.params, cached=newest)
 
     def _tools_list_unserialized(self, session: Session, event: RequestReceived) -> JSON:

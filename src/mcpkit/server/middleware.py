@@ -116,7 +116,7 @@ class Request:
         """A 2026-07-28 request's own ``_meta`` (revision, client capabilities and info,
         log level), as ``Context.stateless``; None on a session and for a notification."""
         event = self.event
-        return event.meta if type(event) is RequestReceived else None
+        return event.stateless if type(event) is RequestReceived else None
 
     @property
     def protocol_version(self) -> str | None:

@@ -60,7 +60,7 @@ def owner_of(session: Session, event: RequestReceived) -> str:
     unguessable id (R25-11.TASKS.15)."""
     principal = event.origin.principal
     who = "" if principal is None else principal.identity
-    if event.meta is not None:
+    if event.stateless is not None:
         return f"{who}\n"
     where = session.key
     if where is None:
@@ -94,7 +94,7 @@ class TaskCalls:
     def call(self, session: Session, event: RequestReceived, tool: Tool, arguments: JSONObject,
              ctx: Context) -> HandlerResult:
         """The answer to ``tools/call`` of ``tool`` (arguments already valid)."""
-        meta = event.meta
+        meta = event.stateless
         if meta is None:
             rev = event.revision
             if rev is None or not rev.has("tool_execution"):

@@ -61,9 +61,9 @@ class TaskMethods:
 
     def _form(self, event: RequestReceived) -> WireForm:
         """The generation of this request; an extension request must declare it."""
-        if event.meta is None:
+        if event.stateless is None:
             return CORE
-        if not declares_extension(event.meta.client_capabilities):
+        if not declares_extension(event.stateless.client_capabilities):
             raise MissingClientCapability(
                 f"Missing required client capability: {event.method} belongs to the "
                 "io.modelcontextprotocol/tasks extension; declare it in _meta "
