@@ -436,7 +436,7 @@ def test_owner_binds_principal_and_session_r25_11_tasks_15() -> None:
     assert owner_of(alice, request("alice", False)) == owner_of(
         alice, request("alice", False)) != owner_of(anon, request(None, False))
     assert owner_of(alice, request("alice", False)).startswith("alice\n")
-    alice.key = "session-1"
+    alice.session_id = "session-1"
     assert owner_of(alice, request("alice", False)) == "alice\nsession-1"
-    bob.key = "session-1"  # the same session id under another identity: another owner
+    bob.session_id = "session-1"  # the same session id under another identity: another owner
     assert owner_of(bob, request("bob", False)) != owner_of(alice, request("alice", False))

@@ -28,7 +28,6 @@ import anyio
 from ..protocol.connection import (
     Connection,
     Event,
-    NotificationReceived,
     RequestReceived,
     SessionStarted,
 )
@@ -37,13 +36,11 @@ from ..protocol.errors import (
     CapabilityNotSupported,
     ConnectionClosed,
     HandshakeError,
-    MethodNotFound,
     ServerUnreachable,
 )
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
-from ..protocol.tasks import client_accepts
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
 from . import types as t
@@ -65,6 +62,7 @@ from .handlers import (
     RootsType,
     SamplingHandler,
 )
+from .inbox import Inbox
 from .listen import Listens, ListenStream, wanted
 from .results import OutputSchemas, all_pages, parse, parse_list, read_data, routable
 from .stateless import Stateless, described
@@ -150,13 +148,14 @@ class Client:
         self._task_host = TaskHost()  # the tasks run for the server (2025-11-25)
         self.stateless = Stateless(self.info, self.handlers)
         self._listens = Listens()
-        self._on_log = on_log
-        self._on_notification = on_notification
         self._offer = protocol_version
         self._versions = tuple(versions)
         self._stack: AsyncExitStack | None = None
         self._session: Session | None = None
         self._outputs = OutputSchemas()
+        #: Serves the server's requests and routes its notifications.
+        self._inbox = Inbox(self.handlers, self._task_host, self._listens, self.task_watchers,
+                            self._outputs, on_log, on_notification)
         self._progress_ids = itertools.count(1)  # progress tokens: unique per session
         self.server_info: JSONObject = {}
         self.server_capabilities: JSONObject = {}
@@ -209,7 +208,7 @@ class Client:
 
             transport = HttpClientTransport(
                 http.url, conn, tg, on_request=self._on_request,
-                on_notification=self._notification, on_event=self._on_event,
+                on_notification=self._inbox.notification, on_event=self._on_event,
                 headers=http.headers, auth=http.auth, http=http.http_client,
                 timeout=self.timeout)
             self.http_transport = transport
@@ -218,7 +217,7 @@ class Client:
         stream = self.stream = await self._open_stream(stack, tg)
         stack.push_async_callback(stream.aclose)
         session = Session(conn, stream, on_request=self._on_request,
-                          on_notification=self._notification, on_event=self._on_event)
+                          on_notification=self._inbox.notification, on_event=self._on_event)
         await tg.start(session.run)
         return session
 
@@ -308,32 +307,8 @@ class Client:
     # ------------------------------------------------------------------ server -> client
 
     def _answer(self, session: Session, event: RequestReceived) -> HandlerResult:
-        method, params = event.method, event.params
-        hosted = self._task_host.answer(session, method, params)
-        if hosted is not None:
-            return hosted
-        answer = self.handlers.answer(method, params)
-        if answer is not None and "task" in params and client_accepts(
-                session.conn.capabilities, method):
-            return self._task_host.start(session, method, params, answer)
-        if answer is None:
-            raise MethodNotFound(
-                f"Method not found: this client does not handle '{event.method}'.")
-        return answer
-
-    async def _notification(self, session: Session, event: NotificationReceived) -> None:
-        self._listens.route(event)
-        await self.task_watchers.route(event.method, event.params)
-        if event.method == "notifications/message" and self._on_log is not None:
-            res = self._on_log(event.params)
-            if res is not None:
-                await res
-        if event.method == "notifications/tools/list_changed":
-            self._outputs.forget()
-        if self._on_notification is not None:
-            res = self._on_notification(event.method, event.params)
-            if res is not None:
-                await res
+        """The answer to the server's request ``event`` (a subclass may route some)."""
+        return self._inbox.answer(session, event)
 
     @asynccontextmanager
     async def listen(
@@ -418,22 +393,23 @@ class Client:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""
         await self.request("server/discover" if self.stateless_version else "ping")
 
-    async def list_tools(self) -> list[t.Tool]:
+    async def list_tools(self) -> list[t.ToolInfo]:
         """Every tool, following ``nextCursor`` (a repeating cursor raises).
 
         A tool whose ``x-mcp-header`` declarations are invalid (empty, not a header token,
         duplicated, or on a non-primitive parameter) is left out, with a warning: calling
         it could not be routed correctly over HTTP."""
-        kept, headers = routable(await all_pages(self.request, "tools/list", "tools", t.Tool))
+        kept, headers = routable(await all_pages(self.request, "tools/list", "tools", t.ToolInfo))
         self._outputs.replace(kept)
         if self.http_transport is not None:
             self.http_transport.param_headers = headers
         return kept
 
-    async def list_tools_page(self, cursor: str | None = None) -> tuple[list[t.Tool], str | None]:
+    async def list_tools_page(self, cursor: str | None = None
+                              ) -> tuple[list[t.ToolInfo], str | None]:
         """One page of ``tools/list`` and the cursor of the next (None: the last)."""
         res = await self.request("tools/list", {"cursor": cursor} if cursor else None)
-        tools = parse_list(t.Tool, res.get("tools", []), "tools/list", "tools")
+        tools = parse_list(t.ToolInfo, res.get("tools", []), "tools/list", "tools")
         return tools, res.get("nextCursor")
 
     @overload
@@ -532,14 +508,14 @@ class Client:
         return TaskHandle(self, await self.get_task(task_id), read_plain,
                           stateless=self.stateless_version is not None)
 
-    async def list_resources(self) -> list[t.Resource]:
+    async def list_resources(self) -> list[t.ResourceInfo]:
         """Every resource, following ``nextCursor``."""
-        return await all_pages(self.request, "resources/list", "resources", t.Resource)
+        return await all_pages(self.request, "resources/list", "resources", t.ResourceInfo)
 
-    async def list_resource_templates(self) -> list[t.ResourceTemplate]:
+    async def list_resource_templates(self) -> list[t.ResourceTemplateInfo]:
         """Every resource template, following ``nextCursor``."""
         return await all_pages(self.request, "resources/templates/list", "resourceTemplates",
-                                     t.ResourceTemplate)
+                                     t.ResourceTemplateInfo)
 
     async def read_resource(self, uri: str) -> t.ReadResourceResult:
         """The contents of ``uri`` (an unknown URI is the server's ``RemoteError``)."""
@@ -554,9 +530,9 @@ class Client:
         """Stop being told when ``uri`` changes."""
         await self.request("resources/unsubscribe", {"uri": uri})
 
-    async def list_prompts(self) -> list[t.Prompt]:
+    async def list_prompts(self) -> list[t.PromptInfo]:
         """Every prompt, following ``nextCursor``."""
-        return await all_pages(self.request, "prompts/list", "prompts", t.Prompt)
+        return await all_pages(self.request, "prompts/list", "prompts", t.PromptInfo)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> t.GetPromptResult:

@@ -84,11 +84,11 @@ async def all_pages(request: Callable[[str, JSONObject | None], Awaitable[JSONOb
     raise PaginationError(f"{method} did not end after {MAX_PAGES} pages")
 
 
-def routable(tools: list[t.Tool]) -> tuple[list[t.Tool], dict[str, dict[str, str]]]:
+def routable(tools: list[t.ToolInfo]) -> tuple[list[t.ToolInfo], dict[str, dict[str, str]]]:
     """The tools whose ``x-mcp-header`` declarations are valid, and those declarations
     (``{tool: {parameter: header}}``). A tool with an invalid one is left out with a
     warning: a call to it could not be routed correctly over HTTP."""
-    kept: list[t.Tool] = []
+    kept: list[t.ToolInfo] = []
     headers: dict[str, dict[str, str]] = {}
     for tool in tools:
         try:
@@ -147,7 +147,7 @@ class OutputSchemas:
         listed)."""
         return self._support.get(name)
 
-    def replace(self, tools: list[t.Tool]) -> None:
+    def replace(self, tools: list[t.ToolInfo]) -> None:
         """The tools of a new ``tools/list``."""
         self._schemas = {tool.name: tool.output_schema for tool in tools}
         self._support = {tool.name: tool.task_support for tool in tools}

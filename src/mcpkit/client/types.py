@@ -125,7 +125,9 @@ ContentBlock = Annotated[
 ]
 
 
-class Tool(Model):
+class ToolInfo(Model):
+    """A tool as a server lists it (``tools/list``); the server's own class is ``mcpkit.Tool``."""
+
     name: str
     title: str | None = None
     description: str | None = None
@@ -169,7 +171,10 @@ class CallToolResult(Model, Generic[T]):
         return "\n".join(b.text for b in self.content if isinstance(b, TextContent))
 
 
-class Resource(Model):
+class ResourceInfo(Model):
+    """A resource as a server lists it (``resources/list``); the server's own class is
+    ``mcpkit.Resource``."""
+
     uri: str
     name: str
     title: str | None = None
@@ -180,7 +185,10 @@ class Resource(Model):
     icons: list[Icon] | None = None
 
 
-class ResourceTemplate(Model):
+class ResourceTemplateInfo(Model):
+    """A resource template as a server lists it (``resources/templates/list``); the
+    server's own class is ``mcpkit.ResourceTemplate``."""
+
     uri_template: str
     name: str
     title: str | None = None
@@ -201,7 +209,10 @@ class PromptArgument(Model):
     required: bool | None = None
 
 
-class Prompt(Model):
+class PromptInfo(Model):
+    """A prompt as a server lists it (``prompts/list``); the server's own class is
+    ``mcpkit.Prompt``."""
+
     name: str
     title: str | None = None
     description: str | None = None
@@ -257,3 +268,11 @@ class Task(Model):
         """Whether the task has ended (completed, failed or cancelled): it never changes
         again."""
         return is_terminal(self.status)
+
+
+# The former names of the listed definitions, kept for code written against them; the
+# server's classes of the same names (``mcpkit.Tool`` ...) are other things.
+Tool = ToolInfo
+Resource = ResourceInfo
+ResourceTemplate = ResourceTemplateInfo
+Prompt = PromptInfo

@@ -109,7 +109,7 @@ class Request:
 
     @property
     def session_id(self) -> str | None:
-        return self.session.key
+        return self.session.session_id
 
     @property
     def stateless(self) -> RequestMeta | None:

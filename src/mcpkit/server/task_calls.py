@@ -62,7 +62,7 @@ def owner_of(session: Session, event: RequestReceived) -> str:
     who = "" if principal is None else principal.identity
     if event.stateless is not None:
         return f"{who}\n"
-    where = session.key
+    where = session.session_id
     if where is None:
         where = _session_keys.get(session)
         if where is None:

@@ -77,7 +77,7 @@ class Session:
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
         "_tg", "asking", "congested", "conn", "drain_timeout", "handshake_cause",
-        "handshake_error", "key", "pump", "state", "telemetry",
+        "handshake_error", "pump", "session_id", "state", "telemetry",
     )
 
     def __init__(
@@ -116,7 +116,7 @@ class Session:
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
         #: The transport's name for the session when it outlives a connection (the
         #: Streamable HTTP session id); None otherwise. Tasks are bound to it.
-        self.key: str | None = None
+        self.session_id: str | None = None
         #: Traces and measures the requests this session sends (None: not done).
         self.telemetry: Telemetry | None = None
         self.pump: BytePump | None = None
@@ -545,7 +545,7 @@ class Session:
         if telemetry is None:
             return await self.asking.request(method, params, timeout, related, on_progress,
                                             on_sent)
-        traced = telemetry.outgoing(self, method, params, self.key)
+        traced = telemetry.outgoing(self, method, params, self.session_id)
         try:
             result = await self.asking.request(method, traced.params, timeout, related,
                                               on_progress, traced.on_sent(on_sent))

@@ -156,7 +156,7 @@ class Telemetry:
             return outcome if type(outcome) is dict else await outcome  # type: ignore[misc]
 
         result: JSONObject = await self.incoming(
-            event.method, event.params, event.id, session.key,
+            event.method, event.params, event.id, session.session_id,
             None if rev is None else rev.version, run)
         return result
 

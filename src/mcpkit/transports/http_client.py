@@ -204,11 +204,11 @@ class HttpClientTransport:
     def session_id(self) -> str | None:
         """The ``Mcp-Session-Id`` the server gave (None before, or without one): the
         session's ``key``."""
-        return self.session.key
+        return self.session.session_id
 
     @session_id.setter
     def session_id(self, sid: str | None) -> None:
-        self.session.key = sid
+        self.session.session_id = sid
 
     def headers(self, *, post: bool = True, session_id: str | None = None) -> dict[str, str]:
         """The headers of a request in this session (``session_id``: instead of the

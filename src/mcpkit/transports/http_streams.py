@@ -425,7 +425,7 @@ class HttpSession:
         self.owner = owner
         self.session.attach()  # handlers run as tasks of the running (asyncio) loop
         self.session_id = session_id
-        self.session.key = session_id or None
+        self.session.session_id = session_id or None
         self.store = store
         self.streams: dict[RequestId, ResponseStream] = {}
         #: The request streams answered as SSE, by stream id, until their final event is
