@@ -1,30 +1,44 @@
-"""``Server.asgi_app``'s typed options and how ``Server.run("http", ...)`` passes them on.
+"""The HTTP options, declared once (``transports.http_options.HttpOptions``), and how
+``Server.asgi_app`` and ``Server.run("http", ...)`` take them.
 
-The options are written three times (the ``asgi_app`` signature, the ``HttpOptions``
-TypedDict of ``run``, the transport's ``HttpConfig``): these tests keep the three alike,
-defaults included, and run mypy over a user's code to see it refuse a misspelt option, a
-wrong value and a store that lacks a method of its protocol. A session store that keeps
-a shared secret gives the key that seals 2026-07-28 ``requestState``; one that does not
-leaves the server's own.
+Every option is a field of ``HttpOptions`` with its type, default and doc; the entry
+points take them as ``**options: Unpack[HttpKeywords]``. These tests hold every public
+entry point to those fields by introspection (no option written as a parameter of its
+own, ``HttpKeywords`` the same names and types, ``path`` the same default), so an option
+cannot be added in one place only; they run every option through ``asgi_app`` into the
+app, and mypy over a user's code to see it refuse a misspelt option, a wrong value and a
+store that lacks a method of its protocol. A session store that keeps a shared secret
+gives the key that seals 2026-07-28 ``requestState``; one that does not leaves the
+server's own.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from mcpkit import Server
+from mcpkit.cli import _parser
 from mcpkit.server import running
-from mcpkit.server.serving import HttpOptions
 from mcpkit.storage import MemoryEventStore, MemorySessionStore, SharedSecret
 from mcpkit.storage.sessions import Record
-from mcpkit.transports.http_server import HttpConfig, StreamableHTTPApp
+from mcpkit.transports.http_options import HttpKeywords, HttpOptions
+from mcpkit.transports.http_server import StreamableHTTPApp
 
 from .support.typecheck import mypy_verdict
+
+FIELDS = {f.name: f for f in dataclasses.fields(HttpOptions)}
+# What the entry points take besides the HTTP options: ``path`` (the first field, a
+# parameter of its own: asgi_app takes it by position), ``auth`` (wraps the app), and
+# run's process-level settings (uvicorn's host, port, parser, loop, header deadline;
+# logging; stdio's drain_timeout).
+RUN_OWN = {"host", "port", "path", "http", "loop", "header_timeout", "log_level",
+           "drain_timeout", "auth"}
 
 
 def keyword_defaults(fn: Any) -> dict[str, Any]:
@@ -32,36 +46,63 @@ def keyword_defaults(fn: Any) -> dict[str, Any]:
             if p.kind is p.KEYWORD_ONLY}
 
 
-# ``auth`` is the one option that is not a transport setting: it wraps the app (and sets
-# ``principal_key``, the one transport setting a user never gives). ``run`` takes it by
-# name, beside the ``HttpOptions`` it passes through.
-NOT_TRANSPORT = {"auth"}
-# bus: from store=; max_batch: Server(max_batch=), which stdio obeys too
-SET_BY_THE_SERVER = {"path", "principal_key", "bus", "max_batch"}
+def options_parameter(fn: Any) -> inspect.Parameter:
+    (var,) = [p for p in inspect.signature(fn).parameters.values()
+              if p.kind is p.VAR_KEYWORD]
+    return var
 
 
-def test_asgi_app_options_are_the_http_config_fields_with_their_defaults() -> None:
-    options = keyword_defaults(Server.asgi_app)
-    assert options.pop("auth") is None
-    assert options.pop("store") is None  # resolved by the server into stores and a bus
-    fields = {f.name: f for f in dataclasses.fields(HttpConfig)
-              if f.name not in SET_BY_THE_SERVER}
-    assert set(options) == set(fields)
-    for name, field in fields.items():
-        if field.default is dataclasses.MISSING:  # a store made per app: None stands for it
-            assert options[name] is None, name
-        else:
-            assert options[name] == field.default, name
-    assert inspect.signature(Server.asgi_app).parameters["path"].default == HttpConfig.path
+def test_http_keywords_are_the_option_fields_with_their_types() -> None:
+    keywords = {name: ref.__forward_arg__ if isinstance(ref, typing.ForwardRef) else ref
+                for name, ref in HttpKeywords.__annotations__.items()}
+    assert set(keywords) == set(FIELDS) - {"path"}
+    assert not HttpKeywords.__required_keys__
+    for name, annotation in keywords.items():
+        assert annotation == FIELDS[name].type, name
+    assert all(f.kw_only and f.default is not dataclasses.MISSING for f in FIELDS.values())
 
 
-def test_run_passes_every_asgi_app_option() -> None:
-    assert set(HttpOptions.__annotations__) | NOT_TRANSPORT == set(
-        keyword_defaults(Server.asgi_app))
+def test_the_entry_points_take_the_options_from_the_one_declaration() -> None:
+    """No option is written out as a parameter of ``asgi_app`` or ``run`` (their
+    overloads included): they come in as ``**options: Unpack[HttpKeywords]``, and
+    ``path``, the one taken by name, has the field's default everywhere."""
+    default_path = HttpOptions().path
+    for fn in (Server.asgi_app, *typing.get_overloads(Server.asgi_app)):
+        assert set(keyword_defaults(fn)) == {"auth"}, fn
+        assert options_parameter(fn).annotation == "Unpack[HttpKeywords]"
+        assert inspect.signature(fn).parameters["path"].default == default_path
     run = keyword_defaults(Server.run)
-    assert run["auth"] is None
+    assert set(run) == RUN_OWN
+    assert options_parameter(Server.run).annotation == "Unpack[HttpKeywords]"
+    assert run["path"] == default_path and run["auth"] is None
     for name, default in keyword_defaults(running.run_http).items():
         assert run[name] == default, name
+    parsed = _parser().parse_args(["dev", "x.py"])
+    assert parsed.path == default_path
+
+
+def test_every_option_reaches_the_app() -> None:
+    """Each field, given by name to ``asgi_app``, is what the app's options hold (a value
+    other than its default; ``store``: tests/test_redis_instances.py)."""
+    events, sessions = MemoryEventStore(), MemorySessionStore()
+    given: dict[str, Any] = {
+        "response_mode": "sse", "allowed_hosts": ["a.example"],
+        "allowed_origins": ["https://a.example"], "trusted_proxies": ["10.0.0.1"],
+        "legacy_sse_path": "/old", "legacy_messages_path": "/old/messages",
+        "event_store": events, "session_store": sessions}
+    for name, field in FIELDS.items():
+        if name not in given and name not in ("path", "store"):
+            assert isinstance(field.default, bool | int | float), name
+            given[name] = (not field.default if isinstance(field.default, bool)
+                           else field.default + 1)
+    app = Server("every").asgi_app("/every", **given)
+    assert isinstance(app, StreamableHTTPApp)
+    assert app.config == HttpOptions(path="/every", **given)
+    assert (app.event_store, app.session_store) == (events, sessions)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        app.config.max_body = 1  # type: ignore[misc]
+    with pytest.raises(TypeError, match="max_bodyy"):
+        Server("typo").asgi_app(max_bodyy=1)  # type: ignore[call-arg]
 
 
 def test_run_http_builds_the_app_from_its_options(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -82,16 +123,18 @@ def test_run_http_builds_the_app_from_its_options(monkeypatch: pytest.MonkeyPatc
     cfg = app.config
     assert (cfg.path, cfg.response_mode, cfg.max_body, cfg.enable_get) == ("/x", "json", 5,
                                                                             False)
-    assert cfg.event_store is events
-    assert isinstance(cfg.session_store, MemorySessionStore)
+    assert app.event_store is events
+    assert isinstance(app.session_store, MemorySessionStore)
     assert server.drain_timeout == 0.5
 
 
 def test_stores_default_to_memory_per_app() -> None:
     server = Server("stores")
-    one, two = server.asgi_app().config, server.asgi_app().config
+    one, two = server.asgi_app(), server.asgi_app()
     assert isinstance(one.event_store, MemoryEventStore)
     assert one.event_store is not two.event_store
+    assert one.session_store is not two.session_store
+    assert one.config.event_store is None  # the options as given
 
 
 class KeyStore(MemorySessionStore):
@@ -127,7 +170,7 @@ def test_a_store_with_a_shared_secret_gives_the_state_key() -> None:
     own = Server("own")
     before = own.state_key
     store = RecordStore()
-    assert own.asgi_app(session_store=store).config.session_store is store
+    assert own.asgi_app(session_store=store).session_store is store
     assert own.state_key == before
 
     given = Server("given", state_key=b"g" * 32)

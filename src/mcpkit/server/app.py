@@ -10,7 +10,6 @@ inside this one (``mount``) in ``mount.py``.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
@@ -33,7 +32,7 @@ from .peers import Peers
 from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
-from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .serving import LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .task_runs import TaskManager
 from .tools import Tool
 from .watch import CallWatch
@@ -41,10 +40,8 @@ from .watch import CallWatch
 if TYPE_CHECKING:
     from ..auth.config import Auth
     from ..auth.middleware import BearerAuth
-    from ..storage.events import EventStore
-    from ..storage.redis_stores import RedisStores
-    from ..storage.sessions import SessionStore
     from ..storage.tasks import TaskStore
+    from ..transports.http_options import HttpKeywords
     from ..transports.http_server import StreamableHTTPApp
 
 JSON = dict[str, Any]
@@ -410,46 +407,18 @@ class Server:
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: None = None,
-                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp: ...
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp: ...
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: Auth,
-                 **options: Unpack[HttpOptions]) -> BearerAuth: ...
+                 **options: Unpack[HttpKeywords]) -> BearerAuth: ...
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: Auth | None,
-                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp | BearerAuth: ...
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp | BearerAuth: ...
 
-    def asgi_app(
-        self,
-        path: str = "/mcp",
-        *,
-        auth: Auth | None = None,
-        response_mode: Literal["auto", "json", "sse"] = "auto",
-        allowed_hosts: Iterable[str] | None = None,
-        allowed_origins: Iterable[str] | None = None,
-        trusted_proxies: Iterable[str] = (),
-        max_body: int = 4 * 1024 * 1024,
-        max_sessions: int = 10_000,
-        session_idle_timeout: float = 3600.0,
-        body_timeout: float = 30.0,
-        sweep_interval: float = 1.0,
-        sweep_batch: int = 1000,
-        max_in_flight: int = 4096,
-        max_in_flight_total: int = 65536,
-        retry_ms: int = 1000,
-        max_stream_buffer: int = 1024 * 1024,
-        stall_timeout: float = 30.0,
-        enable_get: bool = True,
-        allow_delete: bool = True,
-        legacy_sse: bool = True,
-        legacy_sse_path: str = "/sse",
-        legacy_messages_path: str = "/messages",
-        drain: float = 10.0,
-        event_store: EventStore | None = None,
-        session_store: SessionStore | None = None,
-        store: str | RedisStores | None = None,
-    ) -> StreamableHTTPApp | BearerAuth:
+    def asgi_app(self, path: str = "/mcp", *, auth: Auth | None = None,
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp | BearerAuth:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
 
         - ``auth``: serve it as an OAuth 2.1 resource server (an ``mcpkit.auth.Auth``):
@@ -465,68 +434,14 @@ class Server:
           verifier is closed when the app's lifespan ends. Put the app at the host's
           root (the metadata paths are there).
 
-        The other options, each with its default, are documented in
-        ``mcpkit.server.serving.HttpOptions`` (and docs/http.md).
+        The other options, each with its type, default and meaning, are the fields of
+        ``mcpkit.transports.http_options.HttpOptions`` (docs/http.md); an unknown one is
+        a ``TypeError``.
         """
-        from ..transports.http_server import HttpConfig, StreamableHTTPApp
+        from ..transports.http_options import HttpOptions
+        from .http_app import build_app
 
-        config = HttpConfig(
-            path=path, response_mode=response_mode, allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins, trusted_proxies=trusted_proxies,
-            max_body=max_body, max_sessions=max_sessions,
-            session_idle_timeout=session_idle_timeout, body_timeout=body_timeout,
-            sweep_interval=sweep_interval, sweep_batch=sweep_batch,
-            max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
-            retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
-            stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
-            legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path, drain=drain,
-            max_batch=self.max_batch)
-        lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
-        sharing = None
-        if store is not None:
-            from .sharing import Sharing, shared_stores
-
-            stores = shared_stores(store, session_idle_timeout)
-            event_store = stores.events if event_store is None else event_store
-            session_store = stores.sessions if session_store is None else session_store
-            config.bus = stores.bus
-            if self._own_buckets and self._watch.limiter is not None:
-                self._watch.limiter.store = stores.buckets
-            sharing = Sharing(stores, self._peers, lifespan)
-            if self._own_task_store:  # tasks shared too, unless Server(task_store=...)
-                from .task_relay import TaskRelay
-
-                self.tasks.store = stores.tasks
-                sharing.relay = self.tasks.relay = TaskRelay(stores.bus, stores.tasks,
-                                                             self.tasks)
-            lifespan = sharing.scope
-        if event_store is not None:
-            config.event_store = event_store
-        if session_store is not None:
-            config.session_store = session_store
-            self._seal.share(session_store)
-        guard = None
-        if auth is not None:
-            from ..auth.middleware import AUTH_STATE_KEY
-            from .protection import ScopeGuard, closing_lifespan
-
-            config.principal_key = AUTH_STATE_KEY
-            lifespan = functools.partial(closing_lifespan, lifespan, auth)
-            guard = ScopeGuard(self._registry, auth)
-        app = StreamableHTTPApp(
-            self.connection,
-            on_request=self._methods.on_request,
-            on_notification=self._methods.on_notification,
-            config=config,
-            on_session=self._peers.track,
-            lifespan=lifespan,
-            param_headers=self.param_headers,
-            call_guard=guard,
-        )
-        if sharing is not None and app.shared is not None:
-            sharing.reaches = app.shared.reaches
-        return app if auth is None else auth.protect(app)
+        return build_app(self, HttpOptions(path=path, **options), auth)
 
     def run(
         self,
@@ -541,7 +456,7 @@ class Server:
         log_level: str | int = "WARNING",
         drain_timeout: float | None = None,
         auth: Auth | None = None,
-        **options: Unpack[HttpOptions],
+        **options: Unpack[HttpKeywords],
     ) -> None:
         """Run the server until it is stopped.
 
