@@ -8,8 +8,7 @@ own, ``HttpKeywords`` the same names and types, ``path`` the same default), so a
 cannot be added in one place only; they run every option through ``asgi_app`` into the
 app, and mypy over a user's code to see it refuse a misspelt option, a wrong value and a
 store that lacks a method of its protocol. A session store that keeps a shared secret
-gives the key that seals 2026-07-28 ``requestState``; one that does not leaves the
-server's own.
+gives the key that seals 2026-07-28 ``requestState`` of its app; the server's stays.
 """
 
 from __future__ import annotations
@@ -83,7 +82,7 @@ def test_the_entry_points_take_the_options_from_the_one_declaration() -> None:
 
 def test_every_option_reaches_the_app() -> None:
     """Each field, given by name to ``asgi_app``, is what the app's options hold (a value
-    other than its default; ``store``: tests/test_redis_instances.py)."""
+    other than its default; ``store`` has tests of its own: tests/test_http_app.py)."""
     events, sessions = MemoryEventStore(), MemorySessionStore()
     given: dict[str, Any] = {
         "response_mode": "sse", "allowed_hosts": ["a.example"],
@@ -160,21 +159,29 @@ class RecordStore:
         self.records.pop(session_id, None)
 
 
-def test_a_store_with_a_shared_secret_gives_the_state_key() -> None:
+def sealing_key(app: StreamableHTTPApp) -> bytes:
+    """The key the app seals ``requestState`` with (its handler table's seal)."""
+    return app.on_request.__self__._seal.key  # type: ignore[attr-defined,no-any-return]
+
+
+def test_a_store_with_a_shared_secret_gives_its_app_the_state_key() -> None:
     assert isinstance(KeyStore(), SharedSecret)
     assert not isinstance(RecordStore(), SharedSecret)
     server = Server("shared")
-    server.asgi_app(session_store=KeyStore())
-    assert server.state_key == b"k" * 32
+    before = server.state_key
+    assert sealing_key(server.asgi_app(session_store=KeyStore())) == b"k" * 32
+    assert server.state_key == before  # the server's own: stdio and other apps keep it
+    assert sealing_key(server.asgi_app()) == before
 
     own = Server("own")
     before = own.state_key
     store = RecordStore()
-    assert own.asgi_app(session_store=store).session_store is store
-    assert own.state_key == before
+    app = own.asgi_app(session_store=store)
+    assert app.session_store is store
+    assert sealing_key(app) == own.state_key == before
 
     given = Server("given", state_key=b"g" * 32)
-    given.asgi_app(session_store=KeyStore())
+    assert sealing_key(given.asgi_app(session_store=KeyStore())) == b"g" * 32
     assert given.state_key == b"g" * 32
 
 

@@ -10,6 +10,7 @@ inside this one (``mount``) in ``mount.py``.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
@@ -142,7 +143,7 @@ class Server:
         #: The tasks of this server (``task_runs.TaskManager``): tools registered with
         #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
         self.tasks = TaskManager(task_store, max_live=max_tasks)
-        self._own_task_store = task_store is None  # asgi_app(store=...) may share them
+        self._own_task_store = task_store is None  # an asgi_app(store=...) shares its own
         self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
@@ -153,7 +154,7 @@ class Server:
             raise ValueError("rate_limit_store must be a BucketStore (with a take(key, "
                              f"cost, rate, burst) method), got {rate_limit_store!r}")
         default = as_limit(rate_limit, "Server(rate_limit=...)")
-        self._own_buckets = rate_limit_store is None  # asgi_app(store=...) may share them
+        self._own_buckets = rate_limit_store is None  # an asgi_app(store=...) shares its own
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
         #: The servers mounted in this one, by prefix (``mount``).
         self.mounts: dict[str, Server] = {}
@@ -161,6 +162,11 @@ class Server:
                                 audit_arguments)
         self._middleware: list[Middleware] = []
         self._chained = False  # whether the handler table holds a middleware chain
+        #: The handler tables of the apps that keep a seal, tasks or buckets of their own
+        #: (``_handlers``), each with its call watch, kept in step by ``_compose``; held
+        #: weakly: an app dropped takes its table along.
+        self._apps: weakref.WeakKeyDictionary[Methods, CallWatch] = (
+            weakref.WeakKeyDictionary())
         if telemetry:
             from .telemetry import OpenTelemetry
 
@@ -324,12 +330,37 @@ class Server:
         return tuple(self._middleware)
 
     def _compose(self) -> None:
-        """Build the chains once, now: the handler table is left as it is while there is
-        no middleware at all (the plain dispatch path)."""
-        chain = [*self._middleware, self._watch] if self._watch.needed else self._middleware
+        """Build the chains once, now, in the server's handler table and its apps': a
+        table is left as it is while there is no middleware at all (the plain dispatch
+        path)."""
+        chain = self._chain(self._watch)
         if chain or self._chained:
             self._methods.use_middleware(chain)
+            for methods, watch in list(self._apps.items()):
+                methods.use_middleware(self._chain(watch))
             self._chained = bool(chain)
+
+    def _chain(self, watch: CallWatch) -> list[Middleware]:
+        """The middleware of a handler table whose tool calls ``watch`` rate-limits."""
+        return [*self._middleware, watch] if self._watch.needed else self._middleware
+
+    def _handlers(self, seal: StateSeal, tasks: TaskManager, buckets: BucketStore | None
+                  ) -> Methods:
+        """The handler table of an app (``http_app``) sealing with ``seal``, keeping its
+        tasks in ``tasks`` and its rate-limit buckets in ``buckets`` (None: the
+        server's): the server's own table when all are the server's, else one of the
+        app's own over the same registries, peers and middleware."""
+        if seal is self._seal and tasks is self.tasks and buckets is None:
+            return self._methods
+        watch = self._watch
+        if buckets is not None:
+            watch = CallWatch(self._registry.tools, Limiter(watch.limiter.default, buckets),
+                              watch.audit, watch.audit_arguments)
+        methods = Methods(self, self._registry, self._peers, seal, tasks)
+        self._apps[methods] = watch
+        if self._chained:
+            methods.use_middleware(self._chain(watch))
+        return methods
 
     # ------------------------------------------------------------------ notifications
 
@@ -366,8 +397,10 @@ class Server:
 
     @property
     def state_key(self) -> bytes:
-        """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, the
-        session store's shared secret, or a random one made on first use."""
+        """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, else a
+        random one made on first use. An HTTP app whose session store keeps a shared
+        secret (``SQLiteSessionStore``, ``store=``) seals with that secret instead,
+        unless a key was given to ``Server(state_key=...)``."""
         return self._seal.key
 
     @state_key.setter
@@ -436,7 +469,10 @@ class Server:
 
         The other options, each with its type, default and meaning, are the fields of
         ``mcpkit.transports.http_options.HttpOptions`` (docs/http.md); an unknown one is
-        a ``TypeError``.
+        a ``TypeError``. Building an app changes nothing in the server: what it keeps
+        of its own (its stores, the ``requestState`` key of a session store's secret,
+        with ``store=`` the rate-limit buckets and tasks on Redis) is the app's alone
+        (``mcpkit.server.http_app``), so several apps of one server each serve with theirs.
         """
         from ..transports.http_options import HttpOptions
         from .http_app import build_app

@@ -1,7 +1,13 @@
-"""A server's Streamable HTTP app (``Server.asgi_app``), from the server's parts and one
-``HttpOptions``: ``store=`` is resolved into a copy of the options (the app's stores) and
-a bus; the rate-limit buckets and tasks move to Redis with it, and a session store's
-shared secret becomes the ``requestState`` key.
+"""A server's Streamable HTTP app (``Server.asgi_app``), built without touching the server.
+
+The app is assembled from the server's parts and one ``HttpOptions``. What may differ
+from one app of a server to another belongs to that app: the stores it serves with
+(``store=`` is resolved into a copy of the options, never into the server), the key that
+seals its 2026-07-28 ``requestState`` (its session store's shared secret), and, with
+``store=``, the rate-limit buckets, the task manager on Redis and its relay. The
+server's own (its limiter's buckets, ``server.tasks``, ``server.state_key``) stay as they
+were, so stdio and every other app of the same server are served as before; an app
+that keeps nothing of its own uses the server's handler table itself.
 """
 
 from __future__ import annotations
@@ -28,7 +34,7 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
     from ..transports.http_server import StreamableHTTPApp
 
     lifespan: Callable[[], AbstractAsyncContextManager[Any]] = server.lifespan_scope
-    bus, sharing = None, None
+    tasks, buckets, bus, sharing = server.tasks, None, None, None
     if options.store is not None:
         from .sharing import Sharing, shared_stores
 
@@ -40,17 +46,15 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
         bus = stores.bus
         sharing = Sharing(stores, server._peers, lifespan)
         if server._own_buckets:  # unless Server(rate_limit_store=...)
-            server._watch.limiter.store = stores.buckets
+            buckets = stores.buckets
         if server._own_task_store:  # unless Server(task_store=...)
             from .task_relay import TaskRelay
 
-            tasks = server.tasks
-            tasks.store = stores.tasks
+            tasks = server.tasks.over(stores.tasks)
             sharing.relay = tasks.relay = TaskRelay(stores.bus, stores.tasks, tasks)
         lifespan = sharing.scope
-    if options.session_store is not None:
-        server._seal.share(options.session_store)
-    methods = server._methods
+    methods = server._handlers(server._seal.for_store(options.session_store), tasks,
+                               buckets)
     guard = principal_key = None
     if auth is not None:
         from ..auth.middleware import AUTH_STATE_KEY
