@@ -1,5 +1,6 @@
-"""Test-suite configuration shared by every directory: the Hypothesis profile, and the
-``redis`` fixture (one redis-server per test module, tests/support/redis.py).
+"""Test-suite configuration shared by every directory: the Hypothesis profile, the
+``redis`` fixture (one redis-server per test module, tests/support/redis.py), and no
+inherited terminal size.
 
 The property-based tests (``tests/protocol/test_properties_*.py``) run under the
 ``mcpkit`` profile: 200 examples a test, bounded so the whole property suite stays fast
@@ -11,11 +12,18 @@ example database (nothing is written into the work tree). For a longer local hun
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from hypothesis import settings
+
+# The terminal size of the runner is not the test's: pytest-xdist workers carry COLUMNS=80,
+# and the CLI's tables fit themselves to COLUMNS. Commands run by the tests print to pipes,
+# as in a user's script, and see the width a pipe gets.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
 
 settings.register_profile(
     "mcpkit",

@@ -65,7 +65,7 @@ def test_everything_stdio_passes_every_task_rule_in_both_eras() -> None:
     assert_all_pass(report)
     for fmt in FORMATS:  # the findings reach every report format (csv is the matrix only)
         if fmt != "csv":
-            assert "TASKS.state-machine" in render(report, fmt), fmt
+            assert "TASKS.state-machine" in render(report, fmt, verbose=True), fmt
 
 
 def test_everything_http_passes_every_task_rule_in_both_eras() -> None:

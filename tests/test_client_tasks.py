@@ -109,10 +109,21 @@ async def test_a_task_ends_with_what_the_plain_call_returns(version: str) -> Non
 async def test_listening_for_a_tasks_notifications() -> None:
     """``listen(task_ids=...)`` asks for ``notifications/tasks``; they reach the handles'
     watchers (which wake a waiting handle before its next poll) with the full task,
-    result inlined, and the handle still ends with the right state and result."""
-    async with client_for(V2026_07_28) as client:
+    result inlined, and the handle still ends with the right state and result. The task
+    finishes only once the listen is acknowledged (a timed task could end before it on a
+    loaded machine, and then nothing is pushed)."""
+    server = everything_server()
+    gate = anyio.Event()
+
+    @server.tool(task="required")
+    async def gated_job() -> str:
+        """Answers once the test opens the gate."""
+        await gate.wait()
+        return "Computed result in 0.3s"
+
+    async with client_for(V2026_07_28, server) as client:
         with anyio.fail_after(LIMIT):
-            handle = await client.call_tool("slow_compute", {"seconds": 0.3}, task=True)
+            handle = await client.call_tool("gated_job", {}, task=True)
             task_id = handle.task_id
             assert task_id is not None
             watchers = client.task_watchers
@@ -120,6 +131,7 @@ async def test_listening_for_a_tasks_notifications() -> None:
             async with client.listen(task_ids=[task_id]) as changes:
                 ack = await changes.receive()
                 assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+                gate.set()
                 pushed = None
                 for _ in range(10):  # working, then completed: a few at most
                     pushed = await watchers.next(task_id, LIMIT)

@@ -93,7 +93,9 @@ async def test_the_chain_runs_in_order_around_the_handler(mode: str) -> None:
     assert log == ["a.request tools/list", "b.request tools/list", "b.request done",
                    "a.request done"]
     seen = next(r for r in outer.seen if r.method == "tools/call")
-    assert seen.stateless is (mode == "stateless")
+    assert (seen.stateless is not None) is (mode == "stateless")
+    if seen.stateless is not None:  # the request's own _meta, as Context.stateless has it
+        assert seen.stateless.revision.version == seen.protocol_version == "2026-07-28"
     assert seen.protocol_version == ("2026-07-28" if mode == "stateless" else "2025-11-25")
     assert seen.id is not None and seen.principal is None and seen.session_id is None
     assert seen.server is not None and seen.session is not None

@@ -416,17 +416,27 @@ def test_owner_binds_principal_and_session_r25_11_tasks_15() -> None:
     authenticated) and, on a stateful session, to that session (its HTTP session id when
     it has one, so a resumed session keeps its tasks); a stateless request without a
     principal has only the unguessable id."""
+    from mcpkit.protocol.events import Origin, RequestReceived
+    from mcpkit.protocol.stateless import RequestMeta
+    from mcpkit.protocol.versions import REVISIONS
     from mcpkit.server.task_calls import owner_of
     from mcpkit.session import Session
 
+    def request(who: str | None, stateless: bool) -> RequestReceived:
+        meta = RequestMeta(REVISIONS["2026-07-28"], {}, {}, None) if stateless else None
+        event = RequestReceived(1, "tools/call", {}, meta)
+        event.origin = Origin(None if who is None else _Principal(who))
+        return event
+
     server = make_server()
     alice, bob, anon = (Session(server.connection(), output=_Out()) for _ in range(3))
-    alice.principal, bob.principal = _Principal("alice"), _Principal("bob")
-    assert owner_of(alice, True) == "alice\n" != owner_of(bob, True)
-    assert owner_of(anon, True) == "\n"
-    assert owner_of(alice, False) == owner_of(alice, False) != owner_of(anon, False)
-    assert owner_of(alice, False).startswith("alice\n")
+    assert owner_of(alice, request("alice", True)) == "alice\n" != owner_of(
+        bob, request("bob", True))
+    assert owner_of(anon, request(None, True)) == "\n"
+    assert owner_of(alice, request("alice", False)) == owner_of(
+        alice, request("alice", False)) != owner_of(anon, request(None, False))
+    assert owner_of(alice, request("alice", False)).startswith("alice\n")
     alice.key = "session-1"
-    assert owner_of(alice, False) == "alice\nsession-1"
+    assert owner_of(alice, request("alice", False)) == "alice\nsession-1"
     bob.key = "session-1"  # the same session id under another identity: another owner
-    assert owner_of(bob, False) != owner_of(alice, False)
+    assert owner_of(bob, request("bob", False)) != owner_of(alice, request("alice", False))

@@ -211,7 +211,7 @@ def outgoing(event: RequestReceived, log_level: str | None, passing: bool) -> JS
     answers to the remote's input requests."""
     params = dict(event.params)
     meta = params.pop("_meta", None)
-    if not passing and event.method in MRTR_METHODS and event.meta is not None:
+    if not passing and event.method in MRTR_METHODS and event.stateless is not None:
         params.pop("inputResponses", None)  # answered here; the remote asks again
         params.pop("requestState", None)
     dropped = _PASSED_META if passing else _STRIPPED_META
@@ -273,13 +273,11 @@ class ProxyMethods(Methods):
     def _forwarding(self, session: Session, event: RequestReceived) -> HandlerResult:
         if event.method == "subscriptions/listen":
             return self._listen(session, event)
-        passing = event.meta is not None and self._proxy.remote_stateless
+        passing = event.stateless is not None and self._proxy.remote_stateless
         if event.method in MRTR_METHODS and not passing:
             ctx = self._context(session, event)
             return self._seal.run(event, ctx, self._forward(session, event, ctx))
-        meta = event.params.get("_meta")
-        ctx = Context(self._proxy, session, event.id, event.method,
-                      meta if isinstance(meta, dict) else None, event.meta)
+        ctx = Context(self._proxy, session, event)
         return self._forward(session, event, ctx, passing)
 
     def _notified(self, session: Session, event: NotificationReceived) -> Any:
@@ -337,4 +335,4 @@ class ProxyMethods(Methods):
             tap.calls.remove(call)
         if event.method == "tools/list":
             proxy.learn_tools(result.get("tools"))
-        return incoming(result, event.meta is not None)
+        return incoming(result, event.stateless is not None)

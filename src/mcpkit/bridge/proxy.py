@@ -213,7 +213,7 @@ class ProxyServer(Server):
             raise InternalError("Internal error: the proxy is not connected to its remote "
                                 "server (its lifespan has not been entered); start it with "
                                 "run(), serve() or an ASGI server that runs the lifespan.")
-        if event.meta is not None:
+        if event.stateless is not None:
             link, tap = self._shared, self._shared_tap
         else:
             found = self._links.get(session)
@@ -233,7 +233,7 @@ class ProxyServer(Server):
         if client.stateless_version is None and "logging" in client.server_capabilities:
             # The remote filters by the level of its own session; the proxy's session
             # filters again by the level its client set.
-            want = ctx.log_level if event.meta is None else "debug"
+            want = ctx.log_level if event.stateless is None else "debug"
             if want is not None and want != link.level:
                 link.level = want
                 try:
@@ -246,8 +246,8 @@ class ProxyServer(Server):
         """A remote connection of ``session``'s own, declaring what its client declared,
         in its revision when the remote speaks it."""
         tap = Tap(session, self._peers)
-        rev = session.conn.revision
-        caps = dict(session.conn.peer_capabilities)
+        rev = session.revision
+        caps = dict(session.peer_capabilities)
         mode = "stateful" if self.remote_stateful else "stateless"
         version = rev.version if rev is not None and self.remote_stateful else None
 

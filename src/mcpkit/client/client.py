@@ -297,7 +297,7 @@ class Client:
 
     @property
     def revision(self) -> Revision:
-        rev = self.session.conn.revision
+        rev = self.session.revision
         assert rev is not None
         return rev
 

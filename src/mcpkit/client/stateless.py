@@ -147,7 +147,7 @@ class Stateless:
                 return res
             if kind != "input_required":
                 raise InvalidResult(f"{method}: unknown resultType {kind!r}")
-            rev = session.conn.revision
+            rev = session.revision
             if rev is None or not rev.has("mrtr"):
                 raise InvalidResult(f"{method}: an input_required result, which protocol "
                                     f"revision {self.version} does not have")

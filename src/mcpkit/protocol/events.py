@@ -8,6 +8,8 @@ connection.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .errors import ProtocolError, RemoteError
 from .jsonrpc import JSONObject, RequestId
 from .record import Record
@@ -15,28 +17,90 @@ from .stateless import RequestMeta
 from .versions import Revision
 
 
+class Origin(Record):
+    """Who sent a message and from where, as the transport knows it: ``principal`` (the
+    verified access token of a protected HTTP endpoint, else None) and ``address`` (the
+    HTTP client's address, else None). Handed to ``Session.receive_message`` with each
+    message, never kept on the session: an HTTP session's POSTs may each carry their own."""
+
+    __slots__ = ("address", "principal")
+
+    def __init__(self, principal: Any = None, address: str | None = None) -> None:
+        self.principal = principal
+        self.address = address
+
+
+NO_ORIGIN = Origin()
+"""The origin of a message on stdio or in memory: nobody authenticated, no address."""
+
+
 class RequestReceived(Record):
-    __slots__ = ("id", "meta", "method", "params")
+    """One inbound request, and the facts that govern it, decided once when it arrives:
+
+    - ``id``, ``method``, ``params``: the message;
+    - ``stateless``: a 2026-07-28 request's own ``_meta``, read (None on a session);
+    - ``revision``: the revision this request is served under (its ``_meta``'s, else the
+      session's); ``peer_capabilities`` and ``peer_info``: the sender's, from the same
+      place (its ``_meta``, else its ``initialize``);
+    - ``progress_token``: the token it asked progress on (a valid one), else None;
+    - ``origin``: who sent it and from where (:class:`Origin`), stamped by the session
+      from what the transport handed it with the message.
+
+    Handlers, middleware, tasks and telemetry read these rather than the connection.
+    Equality compares the message (``id``, ``method``, ``params``, ``stateless``): the rest
+    is context the connection adds.
+    """
+
+    __slots__ = ("id", "method", "origin", "params", "peer_capabilities", "peer_info",
+                 "progress_token", "revision", "stateless")
 
     def __init__(
         self,
         id: RequestId,
         method: str,
         params: JSONObject,
-        meta: RequestMeta | None = None,
+        stateless: RequestMeta | None = None,
+        revision: Revision | None = None,
+        peer_capabilities: JSONObject | None = None,
+        peer_info: JSONObject | None = None,
+        progress_token: RequestId | None = None,
     ) -> None:
         self.id = id
         self.method = method
         self.params = params
-        self.meta = meta  # set for a stateless (2026-07-28) request
+        self.stateless = stateless
+        if stateless is not None:
+            revision = stateless.revision
+            peer_capabilities = stateless.client_capabilities
+            peer_info = stateless.client_info
+        self.revision = revision
+        self.peer_capabilities: JSONObject = peer_capabilities or {}
+        self.peer_info: JSONObject = peer_info or {}
+        self.progress_token = progress_token
+        self.origin = NO_ORIGIN
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not RequestReceived:
+            return NotImplemented
+        return (self.id == other.id and self.method == other.method
+                and self.params == other.params and self.stateless == other.stateless)
 
 
 class NotificationReceived(Record):
-    __slots__ = ("method", "params")
+    """One inbound notification; ``origin`` as on :class:`RequestReceived` (equality
+    compares the message)."""
+
+    __slots__ = ("method", "origin", "params")
 
     def __init__(self, method: str, params: JSONObject) -> None:
         self.method = method
         self.params = params
+        self.origin = NO_ORIGIN
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not NotificationReceived:
+            return NotImplemented
+        return self.method == other.method and self.params == other.params
 
 
 class ResponseReceived(Record):

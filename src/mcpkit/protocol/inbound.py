@@ -285,7 +285,8 @@ class Receiving(Handshake):
             self.log_level = level
             self.send_result(rid, {})
             return
-        events.append(RequestReceived(rid, method, params))
+        events.append(RequestReceived(rid, method, params, None, self.revision,
+                                      self.peer_capabilities, self.peer_info, token))
 
     def _server_refuses(self, method: str, rev: Revision | None) -> MethodNotFound | None:
         """Server: why ``method`` cannot be served in ``rev`` (unknown there, or gated by a
@@ -338,7 +339,7 @@ class Receiving(Handshake):
                 discover["instructions"] = self.instructions
             self.send_result(rid, discover)
             return
-        events.append(RequestReceived(rid, method, params, meta))
+        events.append(RequestReceived(rid, method, params, meta, progress_token=token))
 
     def _on_notification(self, note: Notification, events: list[Event]) -> None:
         method = note.method

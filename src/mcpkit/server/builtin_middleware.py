@@ -178,7 +178,7 @@ class ListCache(Middleware):
         cursor = request.params.get("cursor")
         if cursor is not None and not isinstance(cursor, str):
             return await call_next(request)  # refused there, not kept
-        key = (request.method, cursor, request.protocol_version, request.stateless)
+        key = (request.method, cursor, request.protocol_version, request.stateless is not None)
         kept = self._kept.get(key)
         if kept is not None:
             self.hits += 1

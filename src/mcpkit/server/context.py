@@ -26,6 +26,7 @@ from ..protocol.errors import (
     InternalError,
     MissingClientCapability,
 )
+from ..protocol.events import RequestReceived
 from ..protocol.jsonrpc import JSONObject, RequestId
 from ..protocol.methods import has_capability
 from ..protocol.record import Record
@@ -77,37 +78,47 @@ class Context:
     inputs, so a retry finds each answer under the same name.
     """
 
-    __slots__ = ("_answers", "_asked", "_session", "_starter", "auth", "meta", "method",
-                 "request_id", "server", "stateless", "task")
+    __slots__ = ("_answers", "_asked", "_request", "_session", "_starter", "auth", "meta",
+                 "method", "request_id", "server", "stateless", "task")
 
     def __init__(
         self,
         server: Server,
         session: Session,
-        request_id: RequestId | None,
-        method: str,
-        meta: JSONObject | None,
-        stateless: RequestMeta | None = None,
+        request: RequestReceived | None,
         answers: dict[str, Any] | None = None,
+        method: str = "",
     ) -> None:
         self.server = server
         self._session = session
-        self.request_id = request_id
+        #: The request being served, with the facts decided once when it arrived (its
+        #: revision, the client's capabilities and info, who sent it); None when the
+        #: context serves no request (``on_roots_changed``: ``method`` names the
+        #: notification).
+        self._request = request
+        self.request_id: RequestId | None = None
         self.method = method
-        self.meta = meta or {}
+        self.meta: JSONObject = {}
         #: A stateless (2026-07-28) request's own ``_meta`` (its revision, the client's
         #: capabilities, info and log level); None for a request on a stateful session.
-        self.stateless = stateless
+        self.stateless: RequestMeta | None = None
+        #: The request's verified access token (subject, client id, scopes, claims): over
+        #: HTTP with ``auth=``, the token this very request carried (in a session, each
+        #: request's own; all of one subject). None on stdio or without ``auth=``.
+        self.auth: AccessToken | None = None
+        if request is not None:
+            self.request_id = request.id
+            self.method = request.method
+            meta = request.params.get("_meta")
+            self.meta = meta if isinstance(meta, dict) else {}
+            self.stateless = request.stateless
+            self.auth = cast("AccessToken | None", request.origin.principal)
         self._answers = answers or {}  # MRTR: inputs the client already provided
         self._asked = 0
         #: The task this request runs as (None: a plain request). Its handler's progress,
         #: logs and requests to the client then go the task's way (``task_runs.py``).
         self.task: TaskRun | None = None
         self._starter: Callable[[Context], Awaitable[None]] | None = None
-        #: The request's verified access token (subject, client id, scopes, claims): over
-        #: HTTP with ``auth=``, the token this very request carried (in a session, each
-        #: request's own; all of one subject). None on stdio or without ``auth=``.
-        self.auth = cast("AccessToken | None", session.principal)
 
     # ------------------------------------------------------------------ who is asking
 
@@ -120,9 +131,8 @@ class Context:
     @property
     def revision(self) -> Revision:
         """The protocol revision of this request."""
-        if self.stateless is not None:
-            return self.stateless.revision
-        rev = self._session.conn.revision
+        request = self._request
+        rev = request.revision if request is not None else self._session.revision
         assert rev is not None
         return rev
 
@@ -132,21 +142,22 @@ class Context:
 
     @property
     def client_capabilities(self) -> JSONObject:
-        if self.stateless is not None:
-            return self.stateless.client_capabilities
-        return self._session.conn.peer_capabilities
+        request = self._request
+        if request is not None:
+            return request.peer_capabilities
+        return self._session.peer_capabilities
 
     @property
     def client_info(self) -> JSONObject:
-        if self.stateless is not None:
-            return self.stateless.client_info
-        return self._session.conn.peer_info
+        request = self._request
+        if request is not None:
+            return request.peer_info
+        return self._session.peer_info
 
     @property
     def progress_token(self) -> str | int | None:
-        if self.request_id is None:  # not serving a request (e.g. on_roots_changed)
-            return None
-        return self._session.conn.progress_token(self.request_id)
+        request = self._request
+        return None if request is None else request.progress_token
 
     @property
     def log_level(self) -> str | None:
@@ -154,7 +165,7 @@ class Context:
         request's ``_meta`` log level (None: not set)."""
         if self.stateless is not None:
             return self.stateless.log_level
-        return self._session.conn.log_level
+        return self._session.log_level
 
     @property
     def session_state(self) -> dict[str, Any]:

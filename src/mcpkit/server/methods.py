@@ -94,7 +94,7 @@ class Methods:
         if event.method == "notifications/roots/list_changed" and callback:
             # Not a request: no id, so what the callback sends belongs to no client
             # request (over HTTP it goes on the GET stream).
-            return callback(Context(self._server, session, None, event.method, None))
+            return callback(Context(self._server, session, None, method=event.method))
         return None
 
     async def _plain_notification(self, request: Request) -> None:
@@ -107,18 +107,16 @@ class Methods:
 
     def _context(self, session: Session, event: RequestReceived) -> Context:
         """The handler's ``Context``; a stateless request's carries its MRTR answers."""
-        meta = event.params.get("_meta")
-        meta = meta if isinstance(meta, dict) else None
-        if event.meta is None:
-            return Context(self._server, session, event.id, event.method, meta)
-        return Context(self._server, session, event.id, event.method, meta, event.meta,
-                       self._seal.answers(event, session.principal))
+        if event.stateless is None:
+            return Context(self._server, session, event)
+        return Context(self._server, session, event,
+                       self._seal.answers(event, event.origin.principal))
 
     # ------------------------------------------------------------------ tools
 
     def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
-        rev = session.conn.revision
-        newest = event.meta is None and rev is not None and rev.version == LATEST_STATEFUL
+        rev = event.revision
+        newest = event.stateless is None and rev is not None and rev.version == LATEST_STATEFUL
         return self._registry.tools_page(event.params, cached=newest)
 
     def _tools_list_unserialized(self, session: Session, event: RequestReceived) -> JSON:
@@ -172,7 +170,7 @@ class Methods:
                           invalid: JSON) -> JSON:
         """Arguments that fail the schema: the ``isError`` result ``invalid`` from
         2025-11-25 on, ``InvalidParams`` (raised) before."""
-        rev = event.meta.revision if event.meta is not None else session.conn.revision
+        rev = event.revision
         if rev is not None and not rev.has("tool_input_errors"):
             raise InvalidParams(invalid["content"][0]["text"])
         return invalid

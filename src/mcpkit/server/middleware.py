@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol.connection import NotificationReceived, RequestReceived
 from ..protocol.jsonrpc import JSONObject, RequestId
+from ..protocol.stateless import RequestMeta
 from ..session import HandlerResult, Session
 
 if TYPE_CHECKING:
@@ -75,8 +76,9 @@ class Request:
     stdio, in memory and for stateless requests), ``principal`` (the verified token's
     ``AccessToken`` over a protected HTTP endpoint, else None), ``peer`` (the HTTP
     client's address), ``protocol_version`` (of the session, or of a 2026-07-28
-    request), ``stateless`` (True for a 2026-07-28 request: no handshake, no session
-    state), ``server`` and ``state``: a dict middleware share for this one request.
+    request), ``stateless`` (a 2026-07-28 request's ``_meta`` as ``Context.stateless``:
+    no handshake, no session state; None otherwise), ``server`` and ``state``: a dict
+    middleware share for this one request.
     ``principal`` and ``peer`` are read when the request arrives (an HTTP session's
     change with its next POST).
     """
@@ -91,8 +93,8 @@ class Request:
         self.event = event
         self.method = event.method
         self.id: RequestId | None = event.id if isinstance(event, RequestReceived) else None
-        self.principal: Principal | None = session.principal
-        self.peer: str | None = session.peer
+        self.principal: Principal | None = event.origin.principal
+        self.peer: str | None = event.origin.address
         self.state: dict[str, Any] = {}
 
     @property
@@ -110,15 +112,16 @@ class Request:
         return self.session.key
 
     @property
-    def stateless(self) -> bool:
-        return getattr(self.event, "meta", None) is not None
+    def stateless(self) -> RequestMeta | None:
+        """A 2026-07-28 request's own ``_meta`` (revision, client capabilities and info,
+        log level), as ``Context.stateless``; None on a session and for a notification."""
+        event = self.event
+        return event.stateless if type(event) is RequestReceived else None
 
     @property
     def protocol_version(self) -> str | None:
-        meta = getattr(self.event, "meta", None)
-        if meta is not None:
-            return str(meta.revision.version)
-        rev = self.session.conn.revision
+        event = self.event
+        rev = event.revision if type(event) is RequestReceived else self.session.revision
         return None if rev is None else rev.version
 
     def __repr__(self) -> str:

@@ -150,7 +150,7 @@ class StateSeal:
         already an answer (a handler that could not wait could not ask for input either);
         for a stateless request, with ``InputRequired`` turned into the ``input_required``
         answer."""
-        if event.meta is None or isinstance(work, dict):
+        if event.stateless is None or isinstance(work, dict):
             return work
         return self._ask_or_answer(event, ctx, work)
 

@@ -113,8 +113,6 @@ class Registry:
 
     def add_tool(self, fn: Callable[..., Any] | Tool, **options: Any) -> Tool:
         """Register a tool (see ``Server.add_tool``); a second one of a name is refused."""
-        if "output_schema" in options:
-            options["output_schema_"] = options.pop("output_schema")
         return self._add_named("tools", self.tools,
                                fn if isinstance(fn, Tool) else Tool(fn, **options))
 

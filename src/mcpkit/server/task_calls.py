@@ -53,14 +53,14 @@ log = logging.getLogger("mcpkit.server.tasks")
 _session_keys: weakref.WeakKeyDictionary[Session, str] = weakref.WeakKeyDictionary()
 
 
-def owner_of(session: Session, stateless: bool) -> str:
+def owner_of(session: Session, event: RequestReceived) -> str:
     """Who may see a task this request creates: the principal's identity (if any) and,
     on a stateful session, the session (its HTTP session id, else a random key kept for
     the session's life). A stateless request without a principal: anyone holding the
     unguessable id (R25-11.TASKS.15)."""
-    principal = session.principal
+    principal = event.origin.principal
     who = "" if principal is None else principal.identity
-    if stateless:
+    if event.stateless is not None:
         return f"{who}\n"
     where = session.key
     if where is None:
@@ -72,14 +72,15 @@ def owner_of(session: Session, stateless: bool) -> str:
     return f"{who}\n{where}"
 
 
-def quota_of(session: Session, owner: str) -> str:
+def quota_of(event: RequestReceived, owner: str) -> str:
     """Whose share of ``max_tasks`` a new task takes: its owner's, except that
     unauthenticated stateless callers, who share one owner (anyone holding a task's id
     may read it), are told apart by their address (``Session.peer``, as the rate limits
     key them), so one client cannot take every slot. Without an address (stdio, in
     memory) they share one."""
-    if owner == "\n" and session.peer is not None:
-        return "\n@" + session.peer
+    address = event.origin.address
+    if owner == "\n" and address is not None:
+        return "\n@" + address
     return owner
 
 
@@ -93,9 +94,9 @@ class TaskCalls:
     def call(self, session: Session, event: RequestReceived, tool: Tool, arguments: JSONObject,
              ctx: Context) -> HandlerResult:
         """The answer to ``tools/call`` of ``tool`` (arguments already valid)."""
-        meta = event.meta
+        meta = event.stateless
         if meta is None:
-            rev = session.conn.revision
+            rev = event.revision
             if rev is None or not rev.has("tool_execution"):
                 return self._plain(event, tool, arguments, ctx)
             wanted, ttl = requested_ttl(event.params)
@@ -128,8 +129,8 @@ class TaskCalls:
     def _as_task(self, session: Session, event: RequestReceived, tool: Tool,
                  arguments: JSONObject, ctx: Context, form: WireForm,
                  ttl: int | None) -> HandlerResult:
-        owner = owner_of(session, event.meta is not None)
-        quota = quota_of(session, owner)
+        owner = owner_of(session, event)
+        quota = quota_of(event, owner)
         if self.manager.full(quota):
             return error_result(
                 f"Too many tasks are running for this caller (the limit is "

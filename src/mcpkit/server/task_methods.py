@@ -61,9 +61,9 @@ class TaskMethods:
 
     def _form(self, event: RequestReceived) -> WireForm:
         """The generation of this request; an extension request must declare it."""
-        if event.meta is None:
+        if event.stateless is None:
             return CORE
-        if not declares_extension(event.meta.client_capabilities):
+        if not declares_extension(event.stateless.client_capabilities):
             raise MissingClientCapability(
                 f"Missing required client capability: {event.method} belongs to the "
                 "io.modelcontextprotocol/tasks extension; declare it in _meta "
@@ -73,7 +73,7 @@ class TaskMethods:
     async def _find(self, session: Session, event: RequestReceived, form: WireForm
                     ) -> tuple[TaskRun | None, TaskRecord]:
         task_id = task_id_param(event.params)
-        found = await self.manager.find(task_id, owner_of(session, event.meta is not None),
+        found = await self.manager.find(task_id, owner_of(session, event),
                                         form)
         if found is None:
             raise unknown_task(task_id)
@@ -83,7 +83,7 @@ class TaskMethods:
              ) -> tuple[TaskRun | None, TaskRecord] | None:
         """The task, when it can be found without waiting (None: only ``_find`` can)."""
         task_id = task_id_param(event.params)
-        found = self.manager.find_now(task_id, owner_of(session, event.meta is not None),
+        found = self.manager.find_now(task_id, owner_of(session, event),
                                       form)
         if found is None:
             raise unknown_task(task_id)
@@ -95,7 +95,7 @@ class TaskMethods:
         the caller's tasks (at most 1000); the extension must be declared (-32021). A
         coroutine when some are known only to the shared store."""
         form = self._form(event)
-        owner = owner_of(session, event.meta is not None)
+        owner = owner_of(session, event)
         found = {i: self.manager.find_now(i, owner, form) for i in ids[:1000]
                  if isinstance(i, str)}
         if all(f is not False for f in found.values()):
@@ -178,7 +178,7 @@ class TaskMethods:
     async def _list(self, session: Session, event: RequestReceived) -> JSONObject:
         after = decode_cursor(event.params.get("cursor"))
         size = self.manager.page_size
-        records = await self.manager.page(owner_of(session, False), after, size + 1)
+        records = await self.manager.page(owner_of(session, event), after, size + 1)
         out: JSONObject = {"tasks": [self.manager.view(r, CORE) for r in records[:size]]}
         if len(records) > size:
             out["nextCursor"] = encode_cursor(records[size - 1])

@@ -278,7 +278,7 @@ class TaskRun:
     def log(self, level: str, data: Any, logger: str | None) -> Awaitable[None] | None:
         """A log message of the task's handler (see ``progress``)."""
         session = self.session
-        if session is None or session.closed or not session.conn.wants_log(level):
+        if session is None or session.closed or not session.wants_log(level):
             return None
         params: JSONObject = {"level": level, "data": data}
         if logger is not None:

@@ -38,7 +38,8 @@ from .declared import ObjectLike
 from .handler import HandlerSpec
 from .limits import INHERIT, Inherit, RateLimit, as_limit
 from .mrtr import InputRequired
-from .schema import ConversionFailed, Signature, output_schema, parse_docstring
+from .schema import ConversionFailed, Signature, parse_docstring
+from .schema import output_schema as derived_output_schema
 from .validation import SchemaValidator
 
 log = logging.getLogger("mcpkit.server")
@@ -57,7 +58,7 @@ class Tool:
         title: str | None = None,
         description: str | None = None,
         input_schema: ObjectLike | None = None,
-        output_schema_: ObjectLike | None = None,
+        output_schema: ObjectLike | None = None,
         annotations: ObjectLike | None = None,
         icons: list[ObjectLike] | None = None,
         meta: ObjectLike | None = None,
@@ -102,19 +103,19 @@ class Tool:
         self.description = description if description is not None else doc_desc
         self.signature = Signature(self.spec, param_docs=param_docs)
         input_schema = declared.schema(input_schema, "input_schema")
-        output_schema_ = declared.schema(output_schema_, "output_schema")
+        declared_output = declared.schema(output_schema, "output_schema")
         self.input_schema = input_schema if input_schema is not None else self.signature.schema
         if self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must have type 'object'")
         self.validator = SchemaValidator(self.input_schema)
         self.wrapped = False
         self._out_adapter: Any = None
-        if output_schema_ is not None:
-            self.output_schema: JSON | None = output_schema_
+        if declared_output is not None:
+            self.output_schema: JSON | None = declared_output
         elif structured_output is False:
             self.output_schema = None
         else:
-            self.output_schema, self.wrapped, self._out_adapter = output_schema(
+            self.output_schema, self.wrapped, self._out_adapter = derived_output_schema(
                 self.spec.return_hint)
         self.output_validator = (
             SchemaValidator(self.output_schema, peer=False)

@@ -13,11 +13,11 @@ from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
     HandlerResult,
-    NotificationHandler,
     Output,
     Principal,
     ProgressCallback,
     RequestHandler,
+    SessionNotificationHandler,
 )
 from .pump import DEFAULT_OUTPUT_BUFFER, BytePump, ByteStream
 from .telemetry import Telemetry
@@ -29,7 +29,7 @@ __all__ = [
     "BytePump",
     "ByteStream",
     "HandlerResult",
-    "NotificationHandler",
+    "SessionNotificationHandler",
     "Output",
     "Principal",
     "ProgressCallback",

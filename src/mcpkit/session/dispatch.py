@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
-import math
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
 from typing import TYPE_CHECKING, Any
@@ -43,19 +42,19 @@ from ..protocol.errors import (
     InternalError,
     MCPError,
     ProtocolError,
-    RequestTimeout,
 )
+from ..protocol.events import NO_ORIGIN, Origin
 from ..protocol.jsonrpc import JSONObject, RequestId
-from ..protocol.record import Record
 from ..protocol.stateless import SUBSCRIPTION_ID
+from ..protocol.versions import Revision
+from .asking import Asking
 from .interfaces import (
     DEFAULT_DRAIN_TIMEOUT,
     ENDLESS_METHODS,
-    NotificationHandler,
     Output,
-    Principal,
     ProgressCallback,
     RequestHandler,
+    SessionNotificationHandler,
 )
 from .loop import running_asyncio_loop, task_factory
 from .pump import BytePump
@@ -66,21 +65,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcpkit")
 
-
-class _Waiter(Record):
-    __slots__ = ("done", "error", "on_progress", "result")
-
-    def __init__(
-        self,
-        done: anyio.Event | None = None,
-        result: JSONObject | None = None,
-        error: Exception | None = None,
-        on_progress: ProgressCallback | None = None,
-    ) -> None:
-        self.done = anyio.Event() if done is None else done
-        self.result = result
-        self.error = error
-        self.on_progress = on_progress
+_FROM_PEER = (RequestReceived, NotificationReceived)  # what carries its Origin
 
 
 class Session:
@@ -91,8 +76,8 @@ class Session:
         "__weakref__", "_asyncio_loop", "_closed", "_coros", "_endless", "_feeding",
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
-        "_tg", "_waiters", "congested", "conn", "drain_timeout", "handshake_cause",
-        "handshake_error", "key", "peer", "principal", "pump", "state", "telemetry",
+        "_tg", "asking", "congested", "conn", "drain_timeout", "handshake_cause",
+        "handshake_error", "key", "pump", "state", "telemetry",
     )
 
     def __init__(
@@ -102,7 +87,7 @@ class Session:
         *,
         output: Output | None = None,
         on_request: RequestHandler | None = None,
-        on_notification: NotificationHandler | None = None,
+        on_notification: SessionNotificationHandler | None = None,
         on_event: Callable[[Session, Event], None] | None = None,
     ) -> None:
         """Give either a byte ``stream`` (served by ``run()`` through a ``BytePump``) or an
@@ -118,7 +103,6 @@ class Session:
         self._new_task: Callable[[Coroutine[Any, Any, None]], Any] | None = None
         self.drain_timeout = DEFAULT_DRAIN_TIMEOUT  # seconds handlers may finish after EOF
         self._idle: anyio.Event | None = None  # set when the last handler finishes
-        self._waiters: dict[RequestId, _Waiter] = {}
         self._closed = False
         self._tg: anyio.abc.TaskGroup | None = None
         self._asyncio_loop: Any = None
@@ -130,14 +114,6 @@ class Session:
         self.handshake_error: str | None = None
         self.handshake_cause: MCPError | None = None  # fail_request's error
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
-        #: Who the input being fed comes from, set by an authenticating transport before it
-        #: feeds a request (handlers read it as ``ctx.auth`` when their context is made);
-        #: None on unauthenticated transports.
-        self.principal: Principal | None = None
-        #: Where the input being fed comes from, when the transport knows (an HTTP
-        #: client's address, set like ``principal``); None on stdio and in memory. Rate
-        #: limits key unauthenticated callers by it.
-        self.peer: str | None = None
         #: The transport's name for the session when it outlives a connection (the
         #: Streamable HTTP session id); None otherwise. Tasks are bound to it.
         self.key: str | None = None
@@ -150,6 +126,8 @@ class Session:
         if output is None:
             raise TypeError("Session needs a byte stream or an output")
         self._output: Output = output
+        #: The requests this side sent, waiting for their answers.
+        self.asking = Asking(conn, functools.partial(output.wake, False))
         #: ``Output.congested``, bound once (checking costs one call).
         self.congested: Callable[[RequestId | None], Awaitable[None] | None] = \
             output.congested
@@ -208,9 +186,11 @@ class Session:
         """The peer's input ended (a last unterminated line is still processed)."""
         self._feed(self.conn.receive_eof)
 
-    def receive_message(self, obj: Any) -> None:
-        """One decoded JSON value from the peer (an object, or a batch array)."""
-        self._feed(self.conn.receive_message, obj)
+    def receive_message(self, obj: Any, origin: Origin = NO_ORIGIN) -> None:
+        """One decoded JSON value from the peer (an object, or a batch array), sent by
+        ``origin`` (who and from where, when the transport knows: every request and
+        notification of ``obj`` carries it to its handler)."""
+        self._feed(self.conn.receive_message, obj, origin=origin)
 
     def flush(self) -> None:
         """Hand queued messages to the output (after using ``conn`` directly)."""
@@ -228,10 +208,7 @@ class Session:
             self.handshake_error = str(error)
             self.handshake_cause = error
             self._mark_started()
-        waiter = self._waiters.pop(rid, None)
-        if waiter is not None:
-            waiter.error = error
-            waiter.done.set()
+        self.asking.fail(rid, error)
         return True
 
     @property
@@ -288,12 +265,15 @@ class Session:
         with anyio.move_on_after(self.drain_timeout):
             await self._idle.wait()
 
-    def _feed(self, receive: Callable[..., list[Event]], *args: Any) -> None:
+    def _feed(self, receive: Callable[..., list[Event]], *args: Any,
+              origin: Origin = NO_ORIGIN) -> None:
         """Process input; a bug met while doing so is logged and the session goes on
         (one bad message must not take the server down)."""
         self._feeding = True
         try:
             for event in receive(*args):
+                if origin is not NO_ORIGIN and type(event) in _FROM_PEER:
+                    event.origin = origin  # type: ignore[union-attr]
                 self._handle(event)
         except Exception:
             log.exception("internal error while processing input; the input was dropped")
@@ -305,11 +285,7 @@ class Session:
 
     def _fail_waiters(self) -> None:
         self.conn.fail_pending()
-        for waiter in self._waiters.values():
-            if waiter.result is None and waiter.error is None:
-                waiter.error = ConnectionClosed("the connection to the peer closed")
-            waiter.done.set()
-        self._waiters.clear()
+        self.asking.fail_all()
         if not self._handshake_done:
             self.handshake_error = self.handshake_error or (
                 "the server closed the connection before answering initialize (did it "
@@ -362,20 +338,12 @@ class Session:
                     self._idle.set()
         elif t is ResponseReceived or t is ErrorReceived:
             assert isinstance(event, ResponseReceived | ErrorReceived)
-            waiter = self._waiters.pop(event.id, None)
-            if waiter is not None:
-                if isinstance(event, ResponseReceived):
-                    waiter.result = event.result
-                else:
-                    waiter.error = event.error
-                waiter.done.set()
+            self.asking.answered(event)
         elif t is ProgressReceived:
             assert isinstance(event, ProgressReceived)
-            waiter = self._waiters.get(event.request_id)
-            if waiter is not None and waiter.on_progress is not None:
-                self._spawn_callback(
-                    waiter.on_progress, event.progress, event.total, event.message
-                )
+            callback = self.asking.on_progress(event.request_id)
+            if callback is not None:
+                self._spawn_callback(callback, event.progress, event.total, event.message)
         elif t is NotificationReceived:
             assert isinstance(event, NotificationReceived)
             if self._on_notification is not None:
@@ -487,6 +455,33 @@ class Session:
     def closed(self) -> bool:
         return self._closed
 
+    # ------------------------------------------------------------------ what the handshake set
+
+    @property
+    def revision(self) -> Revision | None:
+        """The revision the handshake agreed (None before it, and on a connection that
+        only serves stateless requests): what governs what is sent outside a request."""
+        return self.conn.revision
+
+    @property
+    def peer_capabilities(self) -> JSONObject:
+        """The capabilities the peer declared in the handshake (empty before it)."""
+        return self.conn.peer_capabilities
+
+    @property
+    def peer_info(self) -> JSONObject:
+        """The peer's ``clientInfo``/``serverInfo`` from the handshake (empty before it)."""
+        return self.conn.peer_info
+
+    @property
+    def log_level(self) -> str | None:
+        """The level the client last set with ``logging/setLevel`` (None: not set)."""
+        return self.conn.log_level
+
+    def wants_log(self, level: str) -> bool:
+        """Whether a log message at ``level`` would reach the client now."""
+        return self.conn.wants_log(level)
+
     def notify(
         self, method: str, params: JSONObject | None = None, *, related: RequestId | None = None
     ) -> bool:
@@ -548,46 +543,17 @@ class Session:
             raise ConnectionClosed("the connection to the peer is closed")
         telemetry = self.telemetry
         if telemetry is None:
-            return await self._request(method, params, timeout, related, on_progress,
-                                       on_sent)
+            return await self.asking.request(method, params, timeout, related, on_progress,
+                                            on_sent)
         traced = telemetry.outgoing(self, method, params, self.key)
         try:
-            result = await self._request(method, traced.params, timeout, related,
-                                         on_progress, traced.on_sent(on_sent))
+            result = await self.asking.request(method, traced.params, timeout, related,
+                                              on_progress, traced.on_sent(on_sent))
         except BaseException as exc:
             traced.done(None, exc)
             raise
         traced.done(result, None)
         return result
-
-    async def _request(self, method: str, params: JSONObject | None, timeout: float | None,
-                       related: RequestId | None, on_progress: ProgressCallback | None,
-                       on_sent: Callable[[RequestId], None] | None) -> JSONObject:
-        rid = self.conn.send_request(method, params, related=related)
-        if on_sent is not None:
-            on_sent(rid)
-        waiter = _Waiter(on_progress=on_progress)
-        self._waiters[rid] = waiter
-        self._output.wake(False)
-        completed = False
-        deadline = anyio.move_on_after(math.inf if timeout is None else timeout)
-        try:
-            with deadline:
-                await waiter.done.wait()
-                completed = True
-        finally:
-            if not completed:
-                self._waiters.pop(rid, None)
-                # Our own deadline, or the caller was cancelled (e.g. its request was).
-                reason = "timed out" if deadline.cancelled_caught else "cancelled"
-                if self.conn.cancel_request(rid, reason):
-                    self._output.wake(False)
-        if not completed:
-            raise RequestTimeout(f"no answer to '{method}' within {timeout} seconds")
-        if waiter.error is not None:
-            raise waiter.error
-        assert waiter.result is not None
-        return waiter.result
 
 
 def _internal(method: str) -> InternalError:

@@ -20,7 +20,9 @@ HandlerResult = JSONObject | Coroutine[Any, Any, JSONObject]
 RequestHandler = Callable[["Session", RequestReceived], HandlerResult]
 """Answers an inbound request: a result now, or a coroutine producing it (run in a task).
 Raising ``ProtocolError`` answers with that error."""
-NotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+SessionNotificationHandler = Callable[["Session", NotificationReceived], Awaitable[None] | None]
+"""Takes an inbound notification of the session (the client-side callback type with the
+same role is ``mcpkit.client.NotificationHandler``: method and params)."""
 ProgressCallback = Callable[[float, float | None, str | None], Awaitable[None] | None]
 
 
@@ -56,8 +58,8 @@ class Principal(Protocol):
     """Who an authenticated request speaks for, as the layers below ``mcpkit.auth`` see it.
 
     An authentication middleware puts one in the ASGI scope; the HTTP transport hands it,
-    unread, to the session it feeds (``Session.principal``) and binds what the request
-    creates (an HTTP session) to its ``identity``. ``mcpkit.auth.AccessToken`` is one.
+    unread, with each message it feeds a session (``Origin.principal``), and binds what
+    the request creates (an HTTP session) to its ``identity``. ``mcpkit.auth.AccessToken`` is one.
     """
 
     @property

@@ -149,7 +149,7 @@ class Telemetry:
                         answer: Callable[[Session, RequestReceived], HandlerResult]
                         ) -> JSONObject:
         """``answer(session, event)`` (a request handler) run in a ``SERVER`` span."""
-        rev = session.conn.revision
+        rev = event.revision
 
         async def run() -> JSONObject:
             outcome = answer(session, event)
@@ -166,7 +166,7 @@ class Telemetry:
                  session_id: str | None) -> Outgoing:
         """Start the ``CLIENT`` span of a request about to be sent (child of the current
         span); its ``params`` carry the trace context. End it with ``done``."""
-        rev = session.conn.revision
+        rev = session.revision
         sent = dict(params or {})
         attrs = self.attributes(method, sent, None, session_id,
                                 None if rev is None else rev.version)

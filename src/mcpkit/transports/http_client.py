@@ -51,7 +51,7 @@ from ..protocol.errors import AuthorizationFailed, LocalProtocolError, MCPError,
 from ..protocol.jsonrpc import RequestId
 from ..protocol.lifecycle import State
 from ..protocol.sse import SSEParser
-from ..session import NotificationHandler, RequestHandler, Session
+from ..session import RequestHandler, Session, SessionNotificationHandler
 from .http_answers import AnswerReader, error_detail, redirected, server_words
 from .http_routing import routing_headers
 
@@ -100,7 +100,7 @@ class HttpClientTransport:
         tg: TaskGroup,
         *,
         on_request: RequestHandler | None = None,
-        on_notification: NotificationHandler | None = None,
+        on_notification: SessionNotificationHandler | None = None,
         on_event: Callable[[Session, Event], None] | None = None,
         headers: dict[str, str] | None = None,
         auth: httpx.Auth | None = None,
@@ -219,7 +219,7 @@ class HttpClientTransport:
         sid = session_id or self.session_id
         if sid:
             h["mcp-session-id"] = sid
-        rev = self.session.conn.revision
+        rev = self.session.revision
         if rev is not None and rev.stateful:
             h["mcp-protocol-version"] = rev.version
         return h

@@ -42,7 +42,7 @@ from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
-from ..session import HandlerResult, NotificationHandler, Principal, Session
+from ..session import HandlerResult, Principal, Session, SessionNotificationHandler
 from ..storage.bus import SessionBus
 from ..storage.events import EventStore, MemoryEventStore
 from ..storage.faults import StoreUnavailable
@@ -104,7 +104,7 @@ class StreamableHTTPApp:
         new_connection: Callable[[], Connection],
         *,
         on_request: Callable[[Session, RequestReceived], HandlerResult],
-        on_notification: NotificationHandler | None = None,
+        on_notification: SessionNotificationHandler | None = None,
         config: HttpOptions | None = None,
         max_batch: int = DEFAULT_MAX_BATCH,
         principal_key: str | None = None,

@@ -23,9 +23,10 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from ..protocol.connection import Connection, Outgoing
+from ..protocol.events import NO_ORIGIN, Origin
 from ..protocol.jsonrpc import RequestId, compact
 from ..protocol.sse import encode_event
-from ..session import NotificationHandler, Principal, RequestHandler, Session
+from ..session import Principal, RequestHandler, Session, SessionNotificationHandler
 from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
@@ -293,7 +294,7 @@ class ResponseStream:
         try:
             if not self._primed:
                 self._primed = True
-                rev = self.session.conn.revision
+                rev = self.session.session.revision
                 if rev is None or rev.has("sse_priming"):  # older clients choke on empty data
                     prime = await self._stored(store, sid, b"")
                     if prime and self.listener is not None:
@@ -414,7 +415,7 @@ class HttpSession:
         store: EventStore,
         *,
         on_request: RequestHandler | None,
-        on_notification: NotificationHandler | None,
+        on_notification: SessionNotificationHandler | None,
         owner: str | None = None,
     ) -> None:
         """``owner``: the identity of the principal that created the session (None: an
@@ -542,11 +543,10 @@ class HttpSession:
         of its requests see as ``ctx.auth``) from the address ``peer``; return errors that
         answer the POST itself."""
         self.last_seen = time.monotonic()
-        self.session.principal = principal
-        self.session.peer = peer
+        origin = NO_ORIGIN if principal is None and peer is None else Origin(principal, peer)
         self.direct = []
         try:
-            self.session.receive_message(obj)
+            self.session.receive_message(obj, origin)
             return self.direct
         finally:
             self.direct = None
