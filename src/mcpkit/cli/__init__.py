@@ -37,6 +37,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
+from ..transports.http_options import HttpOptions
 from . import calls, checking, completion, dev, install, login, proxying, waiting
 from .loading import LoadError, load_server
 from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
@@ -77,7 +78,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.port is not None and not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be between 0 and 65535 (got {args.port})")
         server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
-                   else args.port, path=args.path or "/mcp", **drain_option(args))
+                   else args.port, path=args.path or HttpOptions.path, **drain_option(args))
     else:
         if sys.stdin.isatty():
             sys.stderr.write(_on_a_terminal(args.file, server.name))
@@ -87,7 +88,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 DRAIN_HELP = ("with --http: seconds requests in flight get to be answered on SIGTERM or "
-              "SIGINT before they are cut (default 10)")
+              f"SIGINT before they are cut (default {HttpOptions.drain:g})")
+PATH_HELP = f"with --http: endpoint path (default {HttpOptions.path})"
 DRAIN_STDIO = ("--drain is for --http; over stdio the server's drain_timeout applies "
                "(Server(drain_timeout=...), 1 s by default)")
 
@@ -258,7 +260,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--http", action="store_true", help="serve Streamable HTTP")
     run.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     run.add_argument("--port", type=int, help="with --http: port (default 8000)")
-    run.add_argument("--path", help="with --http: endpoint path (default /mcp)")
+    run.add_argument("--path", help=PATH_HELP)
     run.add_argument("--drain", type=float, metavar="SECONDS", help=DRAIN_HELP)
     run.add_argument("--cwd", metavar="DIR", help="run in DIR, where the server's relative "
                      "paths (its data files) resolve (mcpkit install writes it)")

@@ -16,6 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
+from ..transports.http_options import HttpOptions
 from . import login
 
 
@@ -28,10 +29,10 @@ def add_parser(sub: Any, auth_args: Callable[[argparse.ArgumentParser], None]) -
                    help="serve Streamable HTTP (default: serve stdio)")
     p.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="with --http: port (default 8000)")
-    p.add_argument("--path", help="with --http: endpoint path (default /mcp)")
+    p.add_argument("--path", help=f"with --http: endpoint path (default {HttpOptions.path})")
     p.add_argument("--drain", type=float, metavar="SECONDS", help="with --http: seconds "
                    "requests in flight get to be answered on SIGTERM or SIGINT before they "
-                   "are cut (default 10)")
+                   f"are cut (default {HttpOptions.drain:g})")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds one forwarded request may take (default 300)")
     p.add_argument("--mode", choices=["auto", "stateful", "stateless"], default="auto",
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         if args.http:
             server.run("http", host=args.host or "127.0.0.1",
                        port=8000 if args.port is None else args.port,
-                       path=args.path or "/mcp",
+                       path=args.path or HttpOptions.path,
                        **({} if args.drain is None else {"drain": args.drain}))
         else:
             server.run()

@@ -10,7 +10,7 @@ inside this one (``mount``) in ``mount.py``.
 
 from __future__ import annotations
 
-import functools
+import weakref
 from collections.abc import Callable, Iterable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any, Literal, TypeVar, Unpack, overload
@@ -33,7 +33,7 @@ from .peers import Peers
 from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
-from .serving import HttpOptions, LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
+from .serving import LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .task_runs import TaskManager
 from .tools import Tool
 from .watch import CallWatch
@@ -41,10 +41,8 @@ from .watch import CallWatch
 if TYPE_CHECKING:
     from ..auth.config import Auth
     from ..auth.middleware import BearerAuth
-    from ..storage.events import EventStore
-    from ..storage.redis_stores import RedisStores
-    from ..storage.sessions import SessionStore
     from ..storage.tasks import TaskStore
+    from ..transports.http_options import HttpKeywords
     from ..transports.http_server import StreamableHTTPApp
 
 JSON = dict[str, Any]
@@ -145,7 +143,7 @@ class Server:
         #: The tasks of this server (``task_runs.TaskManager``): tools registered with
         #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
         self.tasks = TaskManager(task_store, max_live=max_tasks)
-        self._own_task_store = task_store is None  # asgi_app(store=...) may share them
+        self._own_task_store = task_store is None  # an asgi_app(store=...) shares its own
         self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
@@ -156,7 +154,7 @@ class Server:
             raise ValueError("rate_limit_store must be a BucketStore (with a take(key, "
                              f"cost, rate, burst) method), got {rate_limit_store!r}")
         default = as_limit(rate_limit, "Server(rate_limit=...)")
-        self._own_buckets = rate_limit_store is None  # asgi_app(store=...) may share them
+        self._own_buckets = rate_limit_store is None  # an asgi_app(store=...) shares its own
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
         #: The servers mounted in this one, by prefix (``mount``).
         self.mounts: dict[str, Server] = {}
@@ -164,6 +162,11 @@ class Server:
                                 audit_arguments)
         self._middleware: list[Middleware] = []
         self._chained = False  # whether the handler table holds a middleware chain
+        #: The handler tables of the apps that keep a seal, tasks or buckets of their own
+        #: (``_handlers``), each with its call watch, kept in step by ``_compose``; held
+        #: weakly: an app dropped takes its table along.
+        self._apps: weakref.WeakKeyDictionary[Methods, CallWatch] = (
+            weakref.WeakKeyDictionary())
         if telemetry:
             from .telemetry import OpenTelemetry
 
@@ -327,12 +330,37 @@ class Server:
         return tuple(self._middleware)
 
     def _compose(self) -> None:
-        """Build the chains once, now: the handler table is left as it is while there is
-        no middleware at all (the plain dispatch path)."""
-        chain = [*self._middleware, self._watch] if self._watch.needed else self._middleware
+        """Build the chains once, now, in the server's handler table and its apps': a
+        table is left as it is while there is no middleware at all (the plain dispatch
+        path)."""
+        chain = self._chain(self._watch)
         if chain or self._chained:
             self._methods.use_middleware(chain)
+            for methods, watch in list(self._apps.items()):
+                methods.use_middleware(self._chain(watch))
             self._chained = bool(chain)
+
+    def _chain(self, watch: CallWatch) -> list[Middleware]:
+        """The middleware of a handler table whose tool calls ``watch`` rate-limits."""
+        return [*self._middleware, watch] if self._watch.needed else self._middleware
+
+    def _handlers(self, seal: StateSeal, tasks: TaskManager, buckets: BucketStore | None
+                  ) -> Methods:
+        """The handler table of an app (``http_app``) sealing with ``seal``, keeping its
+        tasks in ``tasks`` and its rate-limit buckets in ``buckets`` (None: the
+        server's): the server's own table when all are the server's, else one of the
+        app's own over the same registries, peers and middleware."""
+        if seal is self._seal and tasks is self.tasks and buckets is None:
+            return self._methods
+        watch = self._watch
+        if buckets is not None:
+            watch = CallWatch(self._registry.tools, Limiter(watch.limiter.default, buckets),
+                              watch.audit, watch.audit_arguments)
+        methods = Methods(self, self._registry, self._peers, seal, tasks)
+        self._apps[methods] = watch
+        if self._chained:
+            methods.use_middleware(self._chain(watch))
+        return methods
 
     # ------------------------------------------------------------------ notifications
 
@@ -369,8 +397,10 @@ class Server:
 
     @property
     def state_key(self) -> bytes:
-        """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, the
-        session store's shared secret, or a random one made on first use."""
+        """The key that seals 2026-07-28 ``requestState`` (HMAC): the one given, else a
+        random one made on first use. An HTTP app whose session store keeps a shared
+        secret (``SQLiteSessionStore``, ``store=``) seals with that secret instead,
+        unless a key was given to ``Server(state_key=...)``."""
         return self._seal.key
 
     @state_key.setter
@@ -410,46 +440,18 @@ class Server:
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: None = None,
-                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp: ...
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp: ...
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: Auth,
-                 **options: Unpack[HttpOptions]) -> BearerAuth: ...
+                 **options: Unpack[HttpKeywords]) -> BearerAuth: ...
 
     @overload
     def asgi_app(self, path: str = "/mcp", *, auth: Auth | None,
-                 **options: Unpack[HttpOptions]) -> StreamableHTTPApp | BearerAuth: ...
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp | BearerAuth: ...
 
-    def asgi_app(
-        self,
-        path: str = "/mcp",
-        *,
-        auth: Auth | None = None,
-        response_mode: Literal["auto", "json", "sse"] = "auto",
-        allowed_hosts: Iterable[str] | None = None,
-        allowed_origins: Iterable[str] | None = None,
-        trusted_proxies: Iterable[str] = (),
-        max_body: int = 4 * 1024 * 1024,
-        max_sessions: int = 10_000,
-        session_idle_timeout: float = 3600.0,
-        body_timeout: float = 30.0,
-        sweep_interval: float = 1.0,
-        sweep_batch: int = 1000,
-        max_in_flight: int = 4096,
-        max_in_flight_total: int = 65536,
-        retry_ms: int = 1000,
-        max_stream_buffer: int = 1024 * 1024,
-        stall_timeout: float = 30.0,
-        enable_get: bool = True,
-        allow_delete: bool = True,
-        legacy_sse: bool = True,
-        legacy_sse_path: str = "/sse",
-        legacy_messages_path: str = "/messages",
-        drain: float = 10.0,
-        event_store: EventStore | None = None,
-        session_store: SessionStore | None = None,
-        store: str | RedisStores | None = None,
-    ) -> StreamableHTTPApp | BearerAuth:
+    def asgi_app(self, path: str = "/mcp", *, auth: Auth | None = None,
+                 **options: Unpack[HttpKeywords]) -> StreamableHTTPApp | BearerAuth:
         """A plain ASGI app serving this server over Streamable HTTP at ``path``.
 
         - ``auth``: serve it as an OAuth 2.1 resource server (an ``mcpkit.auth.Auth``):
@@ -465,68 +467,17 @@ class Server:
           verifier is closed when the app's lifespan ends. Put the app at the host's
           root (the metadata paths are there).
 
-        The other options, each with its default, are documented in
-        ``mcpkit.server.serving.HttpOptions`` (and docs/http.md).
+        The other options, each with its type, default and meaning, are the fields of
+        ``mcpkit.transports.http_options.HttpOptions`` (docs/http.md); an unknown one is
+        a ``TypeError``. Building an app changes nothing in the server: what it keeps
+        of its own (its stores, the ``requestState`` key of a session store's secret,
+        with ``store=`` the rate-limit buckets and tasks on Redis) is the app's alone
+        (``mcpkit.server.http_app``), so several apps of one server each serve with theirs.
         """
-        from ..transports.http_server import HttpConfig, StreamableHTTPApp
+        from ..transports.http_options import HttpOptions
+        from .http_app import build_app
 
-        config = HttpConfig(
-            path=path, response_mode=response_mode, allowed_hosts=allowed_hosts,
-            allowed_origins=allowed_origins, trusted_proxies=trusted_proxies,
-            max_body=max_body, max_sessions=max_sessions,
-            session_idle_timeout=session_idle_timeout, body_timeout=body_timeout,
-            sweep_interval=sweep_interval, sweep_batch=sweep_batch,
-            max_in_flight=max_in_flight, max_in_flight_total=max_in_flight_total,
-            retry_ms=retry_ms, max_stream_buffer=max_stream_buffer,
-            stall_timeout=stall_timeout, enable_get=enable_get, allow_delete=allow_delete,
-            legacy_sse=legacy_sse, legacy_sse_path=legacy_sse_path,
-            legacy_messages_path=legacy_messages_path, drain=drain,
-            max_batch=self.max_batch)
-        lifespan: Callable[[], AbstractAsyncContextManager[Any]] = self.lifespan_scope
-        sharing = None
-        if store is not None:
-            from .sharing import Sharing, shared_stores
-
-            stores = shared_stores(store, session_idle_timeout)
-            event_store = stores.events if event_store is None else event_store
-            session_store = stores.sessions if session_store is None else session_store
-            config.bus = stores.bus
-            if self._own_buckets and self._watch.limiter is not None:
-                self._watch.limiter.store = stores.buckets
-            sharing = Sharing(stores, self._peers, lifespan)
-            if self._own_task_store:  # tasks shared too, unless Server(task_store=...)
-                from .task_relay import TaskRelay
-
-                self.tasks.store = stores.tasks
-                sharing.relay = self.tasks.relay = TaskRelay(stores.bus, stores.tasks,
-                                                             self.tasks)
-            lifespan = sharing.scope
-        if event_store is not None:
-            config.event_store = event_store
-        if session_store is not None:
-            config.session_store = session_store
-            self._seal.share(session_store)
-        guard = None
-        if auth is not None:
-            from ..auth.middleware import AUTH_STATE_KEY
-            from .protection import ScopeGuard, closing_lifespan
-
-            config.principal_key = AUTH_STATE_KEY
-            lifespan = functools.partial(closing_lifespan, lifespan, auth)
-            guard = ScopeGuard(self._registry, auth)
-        app = StreamableHTTPApp(
-            self.connection,
-            on_request=self._methods.on_request,
-            on_notification=self._methods.on_notification,
-            config=config,
-            on_session=self._peers.track,
-            lifespan=lifespan,
-            param_headers=self.param_headers,
-            call_guard=guard,
-        )
-        if sharing is not None and app.shared is not None:
-            sharing.reaches = app.shared.reaches
-        return app if auth is None else auth.protect(app)
+        return build_app(self, HttpOptions(path=path, **options), auth)
 
     def run(
         self,
@@ -541,7 +492,7 @@ class Server:
         log_level: str | int = "WARNING",
         drain_timeout: float | None = None,
         auth: Auth | None = None,
-        **options: Unpack[HttpOptions],
+        **options: Unpack[HttpKeywords],
     ) -> None:
         """Run the server until it is stopped.
 

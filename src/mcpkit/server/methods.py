@@ -69,8 +69,9 @@ class Methods:
         self._task_calls = TaskCalls(tasks, seal)
         self._tasks = TaskMethods(tasks)
         self._table.update(self._tasks.table)
-        tasks.on_change = lambda run: peers.task_changed(
-            run.task_id, lambda: self._tasks.notice(run))
+        if tasks.on_change is None:  # (an app's table over the server's tasks: set once)
+            tasks.on_change = lambda run: peers.task_changed(
+                run.task_id, lambda: self._tasks.notice(run))
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         """The session's request handler."""

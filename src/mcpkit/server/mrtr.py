@@ -102,19 +102,23 @@ class StateSeal:
     def key(self, key: bytes) -> None:
         self._key = key
 
-    def share(self, store: SessionStore) -> None:
-        """Seal with ``store``'s secret when it keeps one (a ``SharedSecret``) and no key
-        was given: instances sharing the store then share the key."""
+    def for_store(self, store: SessionStore | None) -> StateSeal:
+        """The seal of an app whose sessions ``store`` keeps: a seal of its own on the
+        store's secret when the store keeps one (a ``SharedSecret``: instances sharing it
+        then share the key) and no key was given; else this one. This one is left as it
+        is."""
         from ..storage.faults import StoreUnavailable
         from ..storage.sessions import SharedSecret
 
-        if not self._given and isinstance(store, SharedSecret):
-            self._store = store
-            try:
-                self._key = store.secret()
-            except StoreUnavailable as exc:  # read when first needed: the app still starts
-                self._key = None
-                log.warning("the shared requestState key could not be read yet: %s", exc)
+        if self._given or not isinstance(store, SharedSecret):
+            return self
+        seal = StateSeal(None)
+        seal._store = store
+        try:
+            seal._key = store.secret()
+        except StoreUnavailable as exc:  # read when first needed: the app still starts
+            log.warning("the shared requestState key could not be read yet: %s", exc)
+        return seal
 
     def answers(self, event: RequestReceived, principal: Principal | None) -> dict[str, Any]:
         """The inputs a retried request brings: its opened ``requestState`` (forged,

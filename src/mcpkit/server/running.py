@@ -11,7 +11,7 @@ uvicorn has no deadline for a request's headers: a client that connects and send
 request line (slowloris) holds the connection forever. ``with_header_timeout`` closes a
 connection whose request headers are not complete within ``header_timeout`` seconds of
 its first byte (or of the connection); bodies have their own deadline in the app
-(``HttpConfig.body_timeout``).
+(``HttpOptions.body_timeout``).
 
 SIGTERM/SIGINT drain the app (``transports.http_drain``) inside uvicorn's shutdown, which
 alone would wait for every connection to close (an open GET stream: forever), then for

@@ -317,6 +317,14 @@ class TaskManager:
         #: running a task (``task_relay.TaskRelay``); None: every task runs here.
         self.relay: TaskRelay | None = None
 
+    def over(self, store: TaskStore) -> TaskManager:
+        """A manager with this one's settings (as they are now) over ``store``: the tasks
+        of an app that shares them with other instances (``Server.asgi_app(store=...)``),
+        apart from this one's."""
+        return TaskManager(store, default_ttl_ms=self.default_ttl_ms,
+                           max_ttl_ms=self.max_ttl_ms, poll_ms=self.poll_ms,
+                           max_live=self.max_live, page_size=self.page_size)
+
     async def _start(self) -> None:
         """Once per process: fail the tasks a previous process left unfinished."""
         if not self._ready:

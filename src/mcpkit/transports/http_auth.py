@@ -2,8 +2,8 @@
 
 An authentication middleware in front of the app (``mcpkit.auth.BearerAuth``) puts the
 request's principal in the ASGI scope at ``scope["state"][key]``; the key is given by
-the layer that assembled both (``HttpConfig.principal_key``), so this package never
-imports the auth package. Here:
+the layer that assembled both (``StreamableHTTPApp(principal_key=...)``), so this package
+never imports the auth package. Here:
 
 - :func:`principal_of`: that principal (``None`` when the app is not configured for one);
 - :func:`identity_of`: the string state is bound to (an HTTP session, an MRTR state);

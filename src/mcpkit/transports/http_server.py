@@ -16,7 +16,8 @@ Security and limits: ``Origin`` (403) and ``Host`` (421) are checked against all
 proxies; bodies are capped (413); sessions are capped (503, existing ones unaffected) and
 expire when idle (then 404); in-flight requests are capped per session (429).
 
-Behind an authentication middleware (``HttpConfig.principal_key``, see ``http_auth``):
+Behind an authentication middleware (``StreamableHTTPApp(principal_key=...)``, see
+``http_auth``):
 each request's principal is handed to the session it feeds; a session belongs to the
 identity of the principal that created it, and a request (POST, GET, resumption,
 DELETE) of another identity presenting its id is answered exactly like one naming an
@@ -31,9 +32,8 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from dataclasses import dataclass, field
 from typing import Any
 
 from ..protocol.connection import Connection, RequestReceived
@@ -68,9 +68,10 @@ from .asgi import (
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_drain import RESTART_HEADERS, Drain, refusal
 from .http_lifespan import LifespanHolder
+from .http_options import HttpOptions
 from .http_resume import resume, write_sse
 from .http_shared import SharedSessions
-from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT, Stalls
+from .http_stalls import Stalls
 from .http_stateless import serve_stateless
 from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
 
@@ -80,39 +81,6 @@ SESSION_NOT_FOUND = -32001
 log = logging.getLogger("mcpkit.http")
 
 
-@dataclass
-class HttpConfig:
-    """Settings of a Streamable HTTP endpoint (all have production-minded defaults)."""
-
-    path: str = "/mcp"
-    response_mode: str = "auto"  # "auto" | "json" | "sse"
-    allowed_hosts: Iterable[str] | None = None  # None: localhost names (any port)
-    allowed_origins: Iterable[str] | None = None  # None: http(s)://localhost-ish origins
-    trusted_proxies: Iterable[str] = ()  # client IPs whose X-Forwarded-Host/Forwarded count
-    max_body: int = 4 * 1024 * 1024
-    max_sessions: int = 10_000
-    session_idle_timeout: float = 3600.0  # seconds without a request before it ends (404)
-    body_timeout: float = 30.0  # seconds to receive a whole request body (408 past it)
-    sweep_interval: float = 1.0  # seconds between sweeps for idle sessions and slow bodies
-    sweep_batch: int = 1000  # sessions ended per sweep at most (bounded work per tick)
-    max_in_flight: int = 4096  # per session (429 past it)
-    max_in_flight_total: int = 65536  # across sessions (503 past it)
-    max_batch: int = DEFAULT_MAX_BATCH  # messages in one batch (400 with -32600 past it)
-    retry_ms: int = 1000
-    max_stream_buffer: int = MAX_STREAM_BUFFER  # bytes one SSE response may hold unsent
-    stall_timeout: float = STALL_TIMEOUT  # seconds a blocked SSE write waits before a cut
-    enable_get: bool = True
-    allow_delete: bool = True
-    legacy_sse: bool = True  # also serve 2024-11-05 HTTP+SSE clients at /sse + /messages
-    legacy_sse_path: str = "/sse"
-    legacy_messages_path: str = "/messages"
-    event_store: EventStore = field(default_factory=MemoryEventStore)
-    session_store: SessionStore = field(default_factory=MemorySessionStore)
-    principal_key: str | None = None  # scope["state"] key of the request's principal
-    bus: SessionBus | None = None  # to the other instances sharing session_store (http_shared)
-    drain: float = 10.0  # seconds requests in flight get to be answered at shutdown (http_drain)
-
-
 # ------------------------------------------------------------------------------ the app
 
 
@@ -120,9 +88,15 @@ class StreamableHTTPApp:
     """The ASGI application of one MCP endpoint (see the module docstring).
 
     ``new_connection()`` builds a server ``Connection`` for a new session; ``on_request``
-    and ``on_notification`` are the session handlers (as for stdio); ``on_session`` learns
-    of each session opened (True) and ended (False); ``call_guard`` judges each request
-    of a POST body against its principal before any session sees it (None: all pass).
+    and ``on_notification`` are the session handlers (as for stdio); ``config``: the
+    endpoint's ``HttpOptions`` (read, never changed); ``on_session`` learns of each
+    session opened (True) and ended (False); ``call_guard`` judges each request of a POST
+    body against its principal before any session sees it (None: all pass).
+
+    What the layer assembling the app decides: ``max_batch`` (messages in one batch, 400
+    with -32600 past it), ``principal_key`` (the ``scope["state"]`` key of the request's
+    principal, see ``http_auth``), ``bus`` (to the other instances sharing the session
+    store, see ``http_shared``; the stores in ``config`` are then the shared ones).
     """
 
     def __init__(
@@ -131,15 +105,25 @@ class StreamableHTTPApp:
         *,
         on_request: Callable[[Session, RequestReceived], HandlerResult],
         on_notification: SessionNotificationHandler | None = None,
-        config: HttpConfig | None = None,
+        config: HttpOptions | None = None,
+        max_batch: int = DEFAULT_MAX_BATCH,
+        principal_key: str | None = None,
+        bus: SessionBus | None = None,
         on_session: Callable[[Session, bool], None] | None = None,
         lifespan: Callable[[], AbstractAsyncContextManager[Any]] | None = None,
         param_headers: Callable[[str], dict[str, str]] | None = None,
         call_guard: CallGuard | None = None,
     ) -> None:
-        self.config = config or HttpConfig()
+        self.config = cfg = HttpOptions() if config is None else config
+        self.max_batch = max_batch
+        self.principal_key = principal_key
+        #: The stores of this app: the ones ``config`` names, else its own, in memory.
+        self.event_store: EventStore = (MemoryEventStore() if cfg.event_store is None
+                                        else cfg.event_store)
+        self.session_store: SessionStore = (MemorySessionStore() if cfg.session_store is None
+                                            else cfg.session_store)
         self.call_guard = call_guard
-        self.drain = Drain(self, self.config.drain)
+        self.drain = Drain(self, cfg.drain)
         self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
@@ -149,14 +133,13 @@ class StreamableHTTPApp:
         # Least recently seen first: a sweep stops at the first session still fresh.
         self.sessions: OrderedDict[str, HttpSession] = OrderedDict()
         self.in_flight = 0  # POSTed requests being answered, all sessions
-        cfg = self.config
         self.guard = OriginHostGuard(cfg.allowed_hosts, cfg.allowed_origins,
                                      cfg.trusted_proxies)
         self.body_deadlines = ReadDeadlines(cfg.body_timeout)
         self.stalls = Stalls(cfg.stall_timeout)
         self._housekeeper: asyncio.Task[None] | None = None
-        self.shared = None if cfg.bus is None else SharedSessions(
-            cfg.session_store, cfg.event_store, cfg.bus)
+        self.shared = None if bus is None else SharedSessions(
+            self.session_store, self.event_store, bus)
         self.legacy: Any = None
         if cfg.legacy_sse:
             from .legacy_sse import LegacySSE
@@ -198,7 +181,7 @@ class StreamableHTTPApp:
                 INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
             return
         headers = headers_of(scope)
-        principal = principal_of(scope, self.config.principal_key)
+        principal = principal_of(scope, self.principal_key)
         try:
             self.guard.check(scope, headers)
             method = scope["method"]
@@ -299,7 +282,7 @@ class StreamableHTTPApp:
         """A session of an earlier run of this server, from the session store, when its
         record names ``owner`` (a record of no owner belongs to unauthenticated requests
         only)."""
-        record = await self.config.session_store.load(sid)
+        record = await self.session_store.load(sid)
         if record is None or record.get("owner") != owner or (
                 len(self.sessions) >= self.config.max_sessions):
             return None
@@ -308,7 +291,7 @@ class StreamableHTTPApp:
             conn.restore(record)
         except ValueError:
             return None
-        session = HttpSession(conn, sid, self.config.event_store, on_request=self.on_request,
+        session = HttpSession(conn, sid, self.event_store, on_request=self.on_request,
                               on_notification=self.on_notification, owner=owner)
         session.saved = session.record()
         if self.shared is not None:
@@ -330,7 +313,7 @@ class StreamableHTTPApp:
             return  # the common case, checked without building a snapshot
         snap = session.record()
         if snap != saved:
-            await self.config.session_store.save(session.session_id, snap)
+            await self.session_store.save(session.session_id, snap)
             session.saved = snap  # (once saved: a failed save is tried again)
             if self.shared is not None:
                 await self.shared.changed(session)
@@ -363,7 +346,7 @@ class StreamableHTTPApp:
             session.close()
             self.session_ended(session)
             if forget:
-                forget_stored(sid, self.config.event_store, self.config.session_store)
+                forget_stored(sid, self.event_store, self.session_store)
 
     def _expire_idle(self, now: float, limit: int | None = None) -> int:
         """End sessions idle past the timeout, least recently seen first, stopping at the
@@ -395,7 +378,7 @@ class StreamableHTTPApp:
             raise Refused(406, "Not acceptable: the Accept header must list both "
                                "application/json and text/event-stream.")
         body = await read_body(headers, receive, self.config.max_body, self.body_deadlines)
-        obj = decode_json(body, self.config.max_batch)
+        obj = decode_json(body, self.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
         if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
                                      for m in messages):
@@ -472,7 +455,7 @@ class StreamableHTTPApp:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.",
                            headers=[(b"retry-after", b"5")])
         sid = secrets.token_urlsafe(24)
-        session = HttpSession(self.new_connection(), sid, self.config.event_store,
+        session = HttpSession(self.new_connection(), sid, self.event_store,
                               on_request=self.on_request,
                               on_notification=self.on_notification,
                               owner=identity_of(principal))

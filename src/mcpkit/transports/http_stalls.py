@@ -2,7 +2,7 @@
 
 An SSE response is written with ASGI ``send``, which waits while the connection's write
 buffer is full (uvicorn's flow control). What the server produces meanwhile waits in
-mcpkit's own buffers, so each of those has a byte bound (``HttpConfig.max_stream_buffer``):
+mcpkit's own buffers, so each of those has a byte bound (``HttpOptions.max_stream_buffer``):
 
 - a handler writing to a request's stream is *paced*: ``await ctx.report_progress(...)``
   (and logs, notifications) waits while more than a quarter of the bound is unsent;
@@ -10,7 +10,7 @@ mcpkit's own buffers, so each of those has a byte bound (``HttpConfig.max_stream
   the buffer up to the bound; past it the response is ended, complete, and the client
   resumes with ``Last-Event-ID`` from the event store (a stream without event ids, such
   as a 2026-07-28 listen stream, is ended and the client listens again);
-- a ``send`` that has not returned for ``HttpConfig.stall_timeout`` seconds means a reader
+- a ``send`` that has not returned for ``HttpOptions.stall_timeout`` seconds means a reader
   that stopped reading: its connection is cut (``Stalls.sweep``, from the app's
   housekeeping), which ends the response the way a client that went away does.
 
@@ -27,13 +27,10 @@ from collections.abc import Callable
 from typing import Any
 
 from .asgi import Receive, Send
+from .http_options import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
-MAX_STREAM_BUFFER = 1024 * 1024
-"""Bytes of one SSE response waiting for its reader before the response is ended."""
-STALL_TIMEOUT = 30.0
-"""Seconds a write to one SSE response may stay blocked before its connection is cut."""
 
 
 def transport_cutter(receive: Receive) -> Callable[[], None] | None:

@@ -196,7 +196,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         except ProtocolError as exc:
             await respond(send, 400, error_with_id(rid, exc))
             return
-    session = HttpSession(app.new_connection(), "", app.config.event_store,
+    session = HttpSession(app.new_connection(), "", app.event_store,
                           on_request=app.on_request, on_notification=app.on_notification)
     if not is_valid_id(rid):
         direct = session.feed(obj, principal, peer)

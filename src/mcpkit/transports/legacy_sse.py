@@ -41,8 +41,7 @@ if TYPE_CHECKING:
 class LegacySSE:
     """Serves ``sse_path`` (GET) and ``messages_path`` (POST) for 2024-11-05 clients."""
 
-    def __init__(self, app: StreamableHTTPApp, sse_path: str = "/sse",
-                 messages_path: str = "/messages") -> None:
+    def __init__(self, app: StreamableHTTPApp, sse_path: str, messages_path: str) -> None:
         self.app = app
         self.sse_path = sse_path
         self.messages_path = messages_path
@@ -53,7 +52,7 @@ class LegacySSE:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = headers_of(scope)
-        principal = principal_of(scope, self.app.config.principal_key)
+        principal = principal_of(scope, self.app.principal_key)
         try:
             self.app.check_origin_and_host(scope, headers)
             path = local_path(scope).rstrip("/")
@@ -75,7 +74,7 @@ class LegacySSE:
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
-        session = HttpSession(app.new_connection(), sid, app.config.event_store,
+        session = HttpSession(app.new_connection(), sid, app.event_store,
                               on_request=app.on_request, on_notification=app.on_notification,
                               owner=identity_of(principal))
         stream = ResponseStream(session, session.new_stream_id(), standalone=True,
@@ -123,7 +122,7 @@ class LegacySSE:
         require_json(headers)
         body = await read_body(headers, receive, self.app.config.max_body,
                                self.app.body_deadlines)
-        obj: Any = decode_json(body, self.app.config.max_batch)
+        obj: Any = decode_json(body, self.app.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
         if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
                                          for m in messages):
