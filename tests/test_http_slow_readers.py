@@ -294,7 +294,8 @@ async def test_a_resumption_whose_answer_was_replayed_ends() -> None:
     from mcpkit.protocol.connection import Connection
     from mcpkit.protocol.lifecycle import Role
     from mcpkit.transports.http_resume import write_sse
-    from mcpkit.transports.http_streams import HttpSession, Listener, ResponseStream
+    from mcpkit.transports.http_session import HttpSession
+    from mcpkit.transports.http_streams import Listener, ResponseStream
 
     session = HttpSession(Connection(Role.SERVER, info={"name": "t", "version": "1"}),
                           "sid", MemoryEventStore(), on_request=None, on_notification=None)

@@ -45,7 +45,7 @@ from .asgi import Refused
 
 if TYPE_CHECKING:
     from .http_server import StreamableHTTPApp
-    from .http_streams import HttpSession
+    from .http_session import HttpSession
 
 log = logging.getLogger("mcpkit.http")
 

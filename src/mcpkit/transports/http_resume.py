@@ -25,8 +25,9 @@ import orjson
 from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
 from .asgi import SSE_HEADERS, Receive, Refused, Send, watch_disconnect
+from .http_session import HttpSession, is_answer
 from .http_stalls import MAX_STREAM_BUFFER, Sender, Stalls
-from .http_streams import STREAM_END, HttpSession, Listener, ResponseStream, is_answer
+from .http_streams import STREAM_END, Listener, ResponseStream
 
 
 async def write_sse(stream: ResponseStream, listener: Listener, send: Send, receive: Receive,

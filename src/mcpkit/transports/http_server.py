@@ -70,10 +70,11 @@ from .http_drain import RESTART_HEADERS, Drain, refusal
 from .http_lifespan import LifespanHolder
 from .http_options import HttpOptions
 from .http_resume import resume, write_sse
+from .http_session import HttpSession, forget_stored
 from .http_shared import SharedSessions
 from .http_stalls import Stalls
 from .http_stateless import serve_stateless
-from .http_streams import HttpSession, Listener, ResponseStream, forget_stored
+from .http_streams import Listener, ResponseStream
 
 SESSION_NOT_FOUND = -32001
 """JSON-RPC code of the 404 for an unknown or expired ``Mcp-Session-Id``."""

@@ -47,7 +47,7 @@ from ..storage.bus import ANSWER, CANCEL, CHANGED, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
-from .http_streams import HttpSession, is_answer
+from .http_session import HttpSession, is_answer
 
 log = logging.getLogger("mcpkit.http")
 

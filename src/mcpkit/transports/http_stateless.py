@@ -34,7 +34,8 @@ from ..session import ENDLESS_METHODS, Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn, watch_disconnect
 from .http_drain import RESTART_HEADERS
 from .http_routing import NAMED_BY
-from .http_streams import HttpSession, ResponseStream, relay
+from .http_session import HttpSession
+from .http_streams import ResponseStream, relay
 
 if TYPE_CHECKING:
     from .http_server import StreamableHTTPApp

@@ -32,7 +32,8 @@ from .asgi import (
 )
 from .http_auth import identity_of, principal_of, refused_call, respond_denied
 from .http_drain import refusal
-from .http_streams import HttpSession, ResponseStream, relay
+from .http_session import HttpSession
+from .http_streams import ResponseStream, relay
 
 if TYPE_CHECKING:
     from .http_server import StreamableHTTPApp
