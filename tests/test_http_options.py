@@ -133,3 +133,22 @@ def test_mypy_checks_the_options_and_the_users_stores(tmp_path: Path) -> None:
     errors, refused, out = mypy_verdict(USER_CODE, tmp_path)
     assert errors == refused, out
     assert "missing following \"SessionStore\" protocol member" in out
+
+
+def test_every_session_of_an_app_is_paced_by_its_stall_timeout() -> None:
+    """A producer paced by a stream waits for its reader as long as the app's watchdog
+    lets the reader stall (``stall_timeout``), not the default's 30 s: a longer
+    ``stall_timeout`` must not make a paced handler give up first. Every ``HttpSession``
+    comes from ``open_session``, which gives it that bound."""
+    import asyncio
+
+    async def main() -> None:
+        app = Server("patient").asgi_app(stall_timeout=75.0)
+        assert isinstance(app, StreamableHTTPApp)
+        assert app.open_session("s").patience == 75.0
+        assert app.open_session("", owner="alice").owner == "alice"
+        default = Server("default").asgi_app()
+        assert isinstance(default, StreamableHTTPApp)
+        assert default.open_session("s").patience == FIELDS["stall_timeout"].default
+
+    asyncio.run(main())

@@ -147,6 +147,16 @@ class StreamableHTTPApp:
 
             self.legacy = LegacySSE(self, cfg.legacy_sse_path, cfg.legacy_messages_path)
 
+    def open_session(self, sid: str, conn: Connection | None = None,
+                     owner: str | None = None) -> HttpSession:
+        """The one way this app makes an ``HttpSession``: ``conn`` (a restored one) or a
+        new connection, this app's event store and handlers, and its stall timeout (how
+        long a paced producer waits for a reader)."""
+        return HttpSession(conn if conn is not None else self.new_connection(), sid,
+                           self.event_store, on_request=self.on_request,
+                           on_notification=self.on_notification, owner=owner,
+                           patience=self.config.stall_timeout)
+
     def session_opened(self, session: HttpSession) -> None:
         if self._on_session is not None:
             self._on_session(session.session, True)
@@ -292,8 +302,7 @@ class StreamableHTTPApp:
             conn.restore(record)
         except ValueError:
             return None
-        session = HttpSession(conn, sid, self.event_store, on_request=self.on_request,
-                              on_notification=self.on_notification, owner=owner)
+        session = self.open_session(sid, conn, owner)
         session.saved = session.record()
         if self.shared is not None:
             await self.shared.adopt(session, self._ended_elsewhere)
@@ -456,10 +465,7 @@ class StreamableHTTPApp:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.",
                            headers=[(b"retry-after", b"5")])
         sid = secrets.token_urlsafe(24)
-        session = HttpSession(self.new_connection(), sid, self.event_store,
-                              on_request=self.on_request,
-                              on_notification=self.on_notification,
-                              owner=identity_of(principal))
+        session = self.open_session(sid, owner=identity_of(principal))
         rid = obj.get("id") if isinstance(obj, dict) else None
         if not is_valid_id(rid):
             direct = session.feed(obj, principal, peer)

@@ -27,6 +27,7 @@ from ..storage.bus import NOTIFY, SessionBus
 from ..storage.events import EventStore
 from ..storage.faults import StoreUnavailable
 from ..storage.sessions import SessionStore
+from .http_stalls import STALL_TIMEOUT
 from .http_streams import (
     MAX_BACKLOG,
     MAX_BACKLOG_BYTES,
@@ -54,6 +55,7 @@ class HttpSession:
         "last_standalone",
         "outbox",
         "owner",
+        "patience",
         "resumable",
         "saved",
         "session",
@@ -73,9 +75,13 @@ class HttpSession:
         on_request: RequestHandler | None,
         on_notification: SessionNotificationHandler | None,
         owner: str | None = None,
+        patience: float = STALL_TIMEOUT,
     ) -> None:
         """``owner``: the identity of the principal that created the session (None: an
-        unauthenticated endpoint); only requests of that identity may use it."""
+        unauthenticated endpoint); only requests of that identity may use it.
+        ``patience``: seconds a producer paced by one of its streams waits for the reader
+        (the app's stall timeout: its watchdog cuts a reader stuck that long)."""
+        self.patience = patience
         self.session = Session(conn, output=self, on_request=on_request,
                                on_notification=on_notification)
         self.owner = owner

@@ -34,7 +34,6 @@ from ..session import ENDLESS_METHODS, Principal
 from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn, watch_disconnect
 from .http_drain import RESTART_HEADERS
 from .http_routing import NAMED_BY
-from .http_session import HttpSession
 from .http_streams import ResponseStream, relay
 
 if TYPE_CHECKING:
@@ -197,8 +196,7 @@ async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: 
         except ProtocolError as exc:
             await respond(send, 400, error_with_id(rid, exc))
             return
-    session = HttpSession(app.new_connection(), "", app.event_store,
-                          on_request=app.on_request, on_notification=app.on_notification)
+    session = app.open_session("")
     if not is_valid_id(rid):
         direct = session.feed(obj, principal, peer)
         await respond(send, 400 if direct else 202, direct[0] if direct else b"")

@@ -22,7 +22,7 @@ from ..protocol.sse import encode_event
 from ..storage.events import EventStore
 from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
 from .asgi import Receive, Send, watch_disconnect
-from .http_stalls import MAX_STREAM_BUFFER, STALL_TIMEOUT
+from .http_stalls import MAX_STREAM_BUFFER
 
 if TYPE_CHECKING:
     from .http_session import HttpSession
@@ -210,7 +210,7 @@ class ResponseStream:
 
     async def _room(self) -> None:
         low = self.limit // 8
-        deadline = time.monotonic() + STALL_TIMEOUT + 1.0  # the watchdog cuts before it
+        deadline = time.monotonic() + self.session.patience + 1.0  # (the watchdog cuts first)
         while time.monotonic() < deadline and not (self.closed or self.overflowed):
             listener = self.listener
             held = self.queued  # (the pump takes it to the store, reader or not)

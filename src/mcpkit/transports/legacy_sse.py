@@ -75,9 +75,7 @@ class LegacySSE:
         if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
-        session = HttpSession(app.new_connection(), sid, app.event_store,
-                              on_request=app.on_request, on_notification=app.on_notification,
-                              owner=identity_of(principal))
+        session = app.open_session(sid, owner=identity_of(principal))
         stream = ResponseStream(session, session.new_stream_id(), standalone=True,
                                 limit=app.config.max_stream_buffer)
         session.standalone = stream
