@@ -1,6 +1,6 @@
 """Test-suite configuration shared by every directory: the Hypothesis profile, the
 ``redis`` fixture (one redis-server per test module, tests/support/redis.py), and no
-inherited terminal size.
+inherited terminal size or ignored Ctrl-C.
 
 The property-based tests (``tests/protocol/test_properties_*.py``) run under the
 ``mcpkit`` profile: 200 examples a test, bounded so the whole property suite stays fast
@@ -13,6 +13,7 @@ example database (nothing is written into the work tree). For a longer local hun
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
@@ -24,6 +25,16 @@ from hypothesis import settings
 # as in a user's script, and see the width a pipe gets.
 for _name in ("COLUMNS", "LINES"):
     os.environ.pop(_name, None)
+
+# Nor its Ctrl-C: a runner started in the background by a non-interactive shell (or a
+# worker of one) ignores SIGINT, and an ignored signal stays ignored in every process the
+# tests start, so the tests of what Ctrl-C does would see nothing happen. Python's own
+# handler is what a terminal's process has (and a child gets the default disposition).
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    try:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+    except ValueError:  # not the main thread: nothing to restore from here
+        pass
 
 settings.register_profile(
     "mcpkit",
