@@ -24,6 +24,7 @@ from mcpkit.protocol.jsonrpc import (
     encode,
     is_valid_id,
     parse_message,
+    without_meta_key,
 )
 
 
@@ -326,3 +327,14 @@ def test_round_trip(msg: dict[str, Any]) -> None:
             error["data"] = parsed.data
         rebuilt = jsonrpc.error(parsed.id, error)
     assert rebuilt == msg
+
+
+def test_without_meta_key_drops_one_key_and_an_emptied_meta() -> None:
+    tagged = {"uri": "x", "_meta": {"sub": "s1", "keep": 1}}
+    assert without_meta_key(tagged, "sub") == {"uri": "x", "_meta": {"keep": 1}}
+    assert tagged == {"uri": "x", "_meta": {"sub": "s1", "keep": 1}}  # not edited in place
+    assert without_meta_key({"uri": "x", "_meta": {"sub": "s1"}}, "sub") == {"uri": "x"}
+    untouched = {"uri": "x", "_meta": {"other": 2}}
+    assert without_meta_key(untouched, "sub") is untouched  # nothing to drop: no copy
+    odd = {"_meta": "not an object"}
+    assert without_meta_key(odd, "sub") is odd

@@ -42,7 +42,7 @@ from ..protocol.errors import (
     RemoteError,
     RequestTimeout,
 )
-from ..protocol.jsonrpc import JSONObject
+from ..protocol.jsonrpc import JSONObject, without_meta_key
 from ..protocol.methods import LOG_LEVELS
 from ..protocol.stateless import (
     CLIENT_CAPABILITIES,
@@ -153,7 +153,7 @@ class Tap:
         """Pass one notification of the remote on to the proxy's side."""
         if method in _LOCAL_NOTIFICATIONS:
             return  # answered by the upstream client itself (progress: on_progress)
-        params = _unlabelled(params)
+        params = without_meta_key(params, SUBSCRIPTION_ID)  # the listen stream's tag
         if method == "notifications/message":
             level = params.get("level")
             if level not in LOG_LEVELS:
@@ -175,18 +175,6 @@ class Tap:
             return
         if not self.session.closed:
             self.session.notify(method, params or None)
-
-
-def _unlabelled(params: JSONObject) -> JSONObject:
-    """``params`` without the subscription id a remote's listen stream tagged it with."""
-    meta = params.get("_meta")
-    if not isinstance(meta, dict) or SUBSCRIPTION_ID not in meta:
-        return params
-    rest = {k: v for k, v in meta.items() if k != SUBSCRIPTION_ID}
-    out = {k: v for k, v in params.items() if k != "_meta"}
-    if rest:
-        out["_meta"] = rest
-    return out
 
 
 _RELAYED_ERRORS: dict[int, type[ProtocolError]] = {}

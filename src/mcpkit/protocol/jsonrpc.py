@@ -252,3 +252,18 @@ def result(id: RequestId, value: JSONObject) -> JSONObject:
 def error(id: RequestId | None, err: JSONObject) -> JSONObject:
     """An error response; ``id`` is ``None`` (sent as null) when the request id was unreadable."""
     return {"jsonrpc": "2.0", "id": id, "error": err}
+
+
+def without_meta_key(obj: JSONObject, key: str) -> JSONObject:
+    """``obj`` without ``_meta[key]`` (and without ``_meta`` when nothing else is left in
+    it); ``obj`` itself, not a copy, when it has no such key. Used where a layer strips
+    its own bookkeeping before passing a message on: the related-task key of an inlined
+    result, the subscription id a listen stream tagged a notification with."""
+    meta = obj.get("_meta")
+    if not isinstance(meta, dict) or key not in meta:
+        return obj
+    out = {k: v for k, v in obj.items() if k != "_meta"}
+    rest = {k: v for k, v in meta.items() if k != key}
+    if rest:
+        out["_meta"] = rest
+    return out

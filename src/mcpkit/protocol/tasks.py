@@ -22,6 +22,7 @@ from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
 from .errors import InvalidParams
+from .jsonrpc import without_meta_key
 from .versions import Revision
 
 JSON = dict[str, Any]
@@ -127,7 +128,7 @@ def detailed(task: JSON, *, result: JSON | None = None, error: JSON | None = Non
     status = task["status"]
     out = dict(task)
     if status == "completed" and result is not None:
-        out["result"] = without_related(result)
+        out["result"] = without_meta_key(result, RELATED_TASK)
     elif status == "failed" and error is not None:
         out["error"] = error
     elif status == "input_required":
@@ -145,18 +146,6 @@ def with_related(obj: JSON, task_id: str) -> JSON:
     meta = dict(obj.get("_meta") or {})
     meta[RELATED_TASK] = {"taskId": task_id}
     return {**obj, "_meta": meta}
-
-
-def without_related(obj: JSON) -> JSON:
-    """``obj`` without a related-task ``_meta`` key (2026-07-28 inlined results)."""
-    meta = obj.get("_meta")
-    if not isinstance(meta, dict) or RELATED_TASK not in meta:
-        return obj
-    rest = {k: v for k, v in meta.items() if k != RELATED_TASK}
-    out = {k: v for k, v in obj.items() if k != "_meta"}
-    if rest:
-        out["_meta"] = rest
-    return out
 
 
 def requested_ttl(params: JSON) -> tuple[bool, int | None]:
