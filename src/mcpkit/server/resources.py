@@ -65,10 +65,25 @@ class _Readable:
     """The OAuth scopes a read needs over a protected HTTP endpoint (``ValueError`` at
     construction for a name that is not a scope-token)."""
 
-    def _setup(self, fn: Callable[..., Any], scopes: Iterable[str]) -> None:
+    def _setup(self, fn: Callable[..., Any], scopes: Iterable[str], name: str | None,
+               title: str | None, description: str | None, mime_type: str | None,
+               annotations: ObjectLike | None, icons: list[ObjectLike] | None,
+               cache_ttl_ms: int | None, cache_scope: str | None) -> None:
+        """What a resource and a template declare alike: the function, its metadata
+        (name and description default to the function's), the 2026-07-28 caching hints
+        for its reads (None: the server's defaults) and the scopes a read needs."""
         self.fn = fn
         self.spec = HandlerSpec(fn)
         self.scopes = check_scopes(scopes)
+        self.name = name or self.spec.name
+        self.title = title
+        self.description = description if description is not None else parse_docstring(
+            inspect.getdoc(fn))[0]
+        self.mime_type = mime_type
+        self.annotations = declared.annotations_object(annotations, tool=False)
+        self.icons = declared.icons(icons)
+        self.cache_ttl_ms = cache_ttl_ms
+        self.cache_scope = cache_scope
 
     async def _call(self, kwargs: JSON, ctx: Context) -> Any:
         return await self.spec.invoke(kwargs, ctx)
@@ -118,17 +133,9 @@ class Resource(_Readable):
         scopes: Iterable[str] = (),
     ) -> None:
         self.uri = check_uri(uri)
-        self._setup(fn, scopes)
-        self.name = name or self.spec.name
-        self.title = title
-        self.description = description if description is not None else parse_docstring(
-            inspect.getdoc(fn))[0]
-        self.mime_type = mime_type
         self.size = size
-        self.annotations = declared.annotations_object(annotations, tool=False)
-        self.icons = declared.icons(icons)
-        self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
-        self.cache_scope = cache_scope  # resource (None: the server's defaults)
+        self._setup(fn, scopes, name, title, description, mime_type, annotations, icons,
+                    cache_ttl_ms, cache_scope)
 
     def definition(self) -> JSON:
         d = _meta_fields(self, {"uri": self.uri, "name": self.name})
@@ -159,16 +166,8 @@ class ResourceTemplate(_Readable):
         scopes: Iterable[str] = (),
     ) -> None:
         self.uri_template = uri_template
-        self._setup(fn, scopes)
-        self.name = name or self.spec.name
-        self.title = title
-        self.description = description if description is not None else parse_docstring(
-            inspect.getdoc(fn))[0]
-        self.mime_type = mime_type
-        self.annotations = declared.annotations_object(annotations, tool=False)
-        self.icons = declared.icons(icons)
-        self.cache_ttl_ms = cache_ttl_ms  # 2026-07-28 caching hints for reads of this
-        self.cache_scope = cache_scope  # resource (None: the server's defaults)
+        self._setup(fn, scopes, name, title, description, mime_type, annotations, icons,
+                    cache_ttl_ms, cache_scope)
         self.variables: list[tuple[str, bool]] = []
         pattern = ["^"]
         pos = 0
