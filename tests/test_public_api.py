@@ -86,3 +86,11 @@ def test_the_api_pages_table_lists_exactly_the_public_names() -> None:
     assert len(names) == len(set(names)), names
     assert set(names) == set(mcpkit.__all__), set(names) ^ set(mcpkit.__all__)
     assert all(len(text.strip()) > 10 for _, text in rows)
+
+
+def test_every_public_name_has_one_lazy_source() -> None:
+    """``mcpkit``'s names are loaded on first use from the module ``_EXPORTS`` names; a
+    name added to ``__all__`` without a source (or the reverse) fails here, not in a
+    user's ``from mcpkit import X``."""
+    assert set(mcpkit._EXPORTS) == set(mcpkit.__all__) - {"__version__"}
+    assert set(dir(mcpkit)) >= set(mcpkit.__all__)

@@ -117,3 +117,106 @@ def test_the_cli_loads_the_auth_modules_only_for_a_url(tmp_path: Path) -> None:
     parsed, code_, stdio, url, after_url = json.loads(res.stdout.splitlines()[-1])
     assert (parsed, code_, stdio) == (False, 0, False)
     assert url == 2 and after_url is False  # nothing listens on port 9
+
+
+# --------------------------------------------------------------------------- allow-lists
+# What each start-up path may load, by name: a change that adds a module to one of these
+# paths has to add it here, in its own commit, and say why the first request needs it
+# (issue #28). Standard-library modules vary with the Python version and are judged by a
+# deny-list instead; every third-party package and every mcpkit module is listed.
+
+IMPORT_MCPKIT = {"mcpkit"}
+
+CLI = {
+    "mcpkit", "mcpkit.check", "mcpkit.check.hosts", "mcpkit.cli", "mcpkit.cli.calls",
+    "mcpkit.cli.checking", "mcpkit.cli.completion", "mcpkit.cli.dev", "mcpkit.cli.elicit",
+    "mcpkit.cli.hints", "mcpkit.cli.install", "mcpkit.cli.loading", "mcpkit.cli.login",
+    "mcpkit.cli.proxying", "mcpkit.cli.tasks", "mcpkit.cli.usage", "mcpkit.cli.waiting",
+    "mcpkit.protocol", "mcpkit.protocol.scopes", "mcpkit.protocol.text",
+    "mcpkit.transports", "mcpkit.transports.http_options",
+}
+"""``mcpkit --help``: the parser, built from each subcommand's module (``--version`` adds
+``mcpkit.protocol.versions``, the revisions it names)."""
+CLI_PACKAGES = {"orjson"}
+CLI_NEVER = ("asyncio", "anyio", "pydantic", "httpx", "ssl", "mcpkit.server", "mcpkit.client",
+             "mcpkit.session", "mcpkit.auth")
+
+PLAIN_STDIO = {
+    "mcpkit",
+    "mcpkit.protocol", "mcpkit.protocol.answers", "mcpkit.protocol.compat",
+    "mcpkit.protocol.conn_base", "mcpkit.protocol.connection", "mcpkit.protocol.errors",
+    "mcpkit.protocol.events", "mcpkit.protocol.framing", "mcpkit.protocol.handshake",
+    "mcpkit.protocol.inbound", "mcpkit.protocol.jsonrpc", "mcpkit.protocol.lifecycle",
+    "mcpkit.protocol.methods", "mcpkit.protocol.nesting", "mcpkit.protocol.outbound",
+    "mcpkit.protocol.pointer", "mcpkit.protocol.record", "mcpkit.protocol.scopes",
+    "mcpkit.protocol.stateless", "mcpkit.protocol.tasks", "mcpkit.protocol.versions",
+    "mcpkit.server", "mcpkit.server.app", "mcpkit.server.arg_errors", "mcpkit.server.audit",
+    "mcpkit.server.builtin_middleware", "mcpkit.server.content", "mcpkit.server.context",
+    "mcpkit.server.declared", "mcpkit.server.elicit_forms", "mcpkit.server.handler",
+    "mcpkit.server.limits", "mcpkit.server.methods", "mcpkit.server.middleware",
+    "mcpkit.server.mrtr", "mcpkit.server.peers", "mcpkit.server.prompts",
+    "mcpkit.server.registry", "mcpkit.server.resources", "mcpkit.server.schema",
+    "mcpkit.server.serving", "mcpkit.server.task_calls", "mcpkit.server.task_methods",
+    "mcpkit.server.task_relay", "mcpkit.server.task_runs", "mcpkit.server.tools",
+    "mcpkit.server.validation", "mcpkit.server.watch",
+    "mcpkit.session", "mcpkit.session.asking", "mcpkit.session.dispatch",
+    "mcpkit.session.interfaces", "mcpkit.session.loop", "mcpkit.session.pump",
+    "mcpkit.session.telemetry",
+    "mcpkit.storage", "mcpkit.storage.bus", "mcpkit.storage.cancels", "mcpkit.storage.faults",
+    "mcpkit.storage.tasks",
+    "mcpkit.transports", "mcpkit.transports.stdio",
+}
+"""A stdio server with one plain tool, started and stopped before any request (#28 item 1
+will shorten this list: tasks, middleware, limits, audit and telemetry on first use)."""
+PLAIN_STDIO_PACKAGES = {"anyio", "orjson", "sniffio", "typing_extensions"}
+
+
+def _loaded(code: str, *, stdin: str = "") -> set[str]:
+    """The modules a fresh interpreter holds after ``code`` (printed by an atexit hook, so
+    a ``SystemExit`` or a server's return counts)."""
+    hook = ("import atexit, json, sys\n"
+            "atexit.register(lambda: sys.stderr.write("
+            "'MODULES ' + json.dumps(sorted(sys.modules)) + '\\n'))\n")
+    res = subprocess.run([sys.executable, "-c", hook + code], input=stdin,
+                         capture_output=True, text=True, timeout=30)
+    assert res.returncode == 0, res.stderr
+    (line,) = [x for x in res.stderr.splitlines() if x.startswith("MODULES ")]
+    return set(json.loads(line[len("MODULES "):]))
+
+
+def _ours_and_theirs(loaded: set[str]) -> tuple[set[str], set[str]]:
+    """mcpkit's modules, and the top-level names of the third-party packages loaded."""
+    ours = {m for m in loaded if m == "mcpkit" or m.startswith("mcpkit.")}
+    tops = {m.split(".")[0] for m in loaded} - {"mcpkit"}
+    theirs = {t for t in tops if t not in sys.stdlib_module_names and not t.startswith("_")
+              and t not in sys.builtin_module_names}
+    return ours, theirs
+
+
+def test_import_mcpkit_loads_only_the_package() -> None:
+    ours, theirs = _ours_and_theirs(_loaded("import mcpkit"))
+    assert ours == IMPORT_MCPKIT
+    assert theirs == set()
+
+
+def test_the_cli_version_and_help_load_only_the_parser() -> None:
+    for argv, allowed in ((["--version"], CLI | {"mcpkit.protocol.versions"}),
+                          (["--help"], CLI)):
+        loaded = _loaded(f"from mcpkit.cli import main\nmain({argv!r})")
+        ours, theirs = _ours_and_theirs(loaded)
+        assert ours == allowed, (argv, sorted(ours ^ allowed))
+        assert theirs == CLI_PACKAGES, (argv, sorted(theirs ^ CLI_PACKAGES))
+        assert not [m for m in CLI_NEVER if m in loaded], argv
+
+
+def test_a_plain_stdio_server_starts_with_the_listed_modules(tmp_path: Path) -> None:
+    code = ('from mcpkit import Server\n'
+            'server = Server("plain")\n'
+            '@server.tool\n'
+            'async def add(a: int, b: int = 2) -> int:\n'
+            '    """Add two integers."""\n'
+            '    return a + b\n'
+            'server.run()\n')
+    ours, theirs = _ours_and_theirs(_loaded(code))  # stdin at EOF: it stops at once
+    assert ours == PLAIN_STDIO, sorted(ours ^ PLAIN_STDIO)
+    assert theirs == PLAIN_STDIO_PACKAGES, sorted(theirs ^ PLAIN_STDIO_PACKAGES)

@@ -1,62 +1,108 @@
 """mcpkit: a complete, fast Model Context Protocol implementation for Python.
 
-``Client`` and its transports (``Stdio``, ``Http``) are attributes of the package too,
-loaded on first use (``__getattr__``): a server never imports the client (pydantic,
-the validators).
+Every public name (``Server``, ``Client``, the errors, ...) is an attribute of the package
+loaded on first use (``__getattr__``, PEP 562): ``import mcpkit`` imports nothing else,
+so ``mcpkit --version`` starts like a small tool, and a server never imports the client
+(pydantic, the validators). ``from mcpkit import Server`` loads the server framework then.
 """
 
 import typing as _typing
-
-from .protocol.errors import (
-    CapabilityNotSupported,
-    ConnectionClosed,
-    HandshakeError,
-    InternalError,
-    InvalidParams,
-    InvalidRequest,
-    InvalidResult,
-    LocalProtocolError,
-    MCPError,
-    MethodNotFound,
-    OutputSchemaError,
-    PaginationError,
-    ParseError,
-    ProtocolError,
-    RemoteError,
-    RequestTimeout,
-    ResourceNotFound,
-    ServerUnreachable,
-    TaskCancelled,
-    TaskTimeout,
-    ToolError,
-    TransportError,
-)
-from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
-from .server import (
-    Audio,
-    AuditLog,
-    AuditRecord,
-    BucketStore,
-    Context,
-    ElicitResult,
-    EmbeddedResource,
-    Image,
-    MemoryBuckets,
-    Prompt,
-    RateLimit,
-    Resource,
-    ResourceLink,
-    ResourceTemplate,
-    Server,
-    Tool,
-)
+from importlib import import_module as _import_module
 
 if _typing.TYPE_CHECKING:
     from .client import Client, Http, Stdio
+    from .protocol.errors import (
+        CapabilityNotSupported,
+        ConnectionClosed,
+        HandshakeError,
+        InternalError,
+        InvalidParams,
+        InvalidRequest,
+        InvalidResult,
+        LocalProtocolError,
+        MCPError,
+        MethodNotFound,
+        OutputSchemaError,
+        PaginationError,
+        ParseError,
+        ProtocolError,
+        RemoteError,
+        RequestTimeout,
+        ResourceNotFound,
+        ServerUnreachable,
+        TaskCancelled,
+        TaskTimeout,
+        ToolError,
+        TransportError,
+    )
+    from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
+    from .server import (
+        Audio,
+        AuditLog,
+        AuditRecord,
+        BucketStore,
+        Context,
+        ElicitResult,
+        EmbeddedResource,
+        Image,
+        MemoryBuckets,
+        Prompt,
+        RateLimit,
+        Resource,
+        ResourceLink,
+        ResourceTemplate,
+        Server,
+        Tool,
+    )
 
 __version__ = "0.1.0"
-_LAZY = ("Client", "Http", "Stdio")
-"""Names of ``mcpkit.client`` that ``mcpkit`` offers without importing it up front."""
+
+_EXPORTS: dict[str, str] = {
+    "CapabilityNotSupported": "protocol.errors",
+    "ConnectionClosed": "protocol.errors",
+    "HandshakeError": "protocol.errors",
+    "InternalError": "protocol.errors",
+    "InvalidParams": "protocol.errors",
+    "InvalidRequest": "protocol.errors",
+    "InvalidResult": "protocol.errors",
+    "LocalProtocolError": "protocol.errors",
+    "MCPError": "protocol.errors",
+    "MethodNotFound": "protocol.errors",
+    "OutputSchemaError": "protocol.errors",
+    "PaginationError": "protocol.errors",
+    "ParseError": "protocol.errors",
+    "ProtocolError": "protocol.errors",
+    "RemoteError": "protocol.errors",
+    "RequestTimeout": "protocol.errors",
+    "ResourceNotFound": "protocol.errors",
+    "ServerUnreachable": "protocol.errors",
+    "TaskCancelled": "protocol.errors",
+    "TaskTimeout": "protocol.errors",
+    "ToolError": "protocol.errors",
+    "TransportError": "protocol.errors",
+    "LATEST_STATEFUL": "protocol.versions",
+    "STATEFUL_VERSIONS": "protocol.versions",
+    "Audio": "server",
+    "AuditLog": "server",
+    "AuditRecord": "server",
+    "BucketStore": "server",
+    "Context": "server",
+    "ElicitResult": "server",
+    "EmbeddedResource": "server",
+    "Image": "server",
+    "MemoryBuckets": "server",
+    "Prompt": "server",
+    "RateLimit": "server",
+    "Resource": "server",
+    "ResourceLink": "server",
+    "ResourceTemplate": "server",
+    "Server": "server",
+    "Tool": "server",
+    "Client": "client",
+    "Http": "client",
+    "Stdio": "client",
+}
+"""Each public name and the module (below ``mcpkit``) it is loaded from on first use."""
 
 
 __all__ = [
@@ -106,28 +152,25 @@ __all__ = [
     "__version__",
 ]
 
-for _name in __all__:
-    if _name in _LAZY:
-        continue
-    _obj = globals()[_name]
-    if hasattr(_obj, "__module__") and isinstance(_obj, type):
-        _obj.__module__ = "mcpkit"
-del _name, _obj
-
 
 def __getattr__(name: str) -> _typing.Any:
-    """``mcpkit.Client`` (and ``Http``, ``Stdio``): imported from ``mcpkit.client`` when
-    first asked for, so ``import mcpkit`` stays light for a server; ``mcpkit.proxy`` is
-    ``mcpkit.bridge.proxy``, likewise (not in ``__all__``, so ``import *`` skips it)."""
+    """A public name, imported from its module when first asked for (the next access is a
+    plain attribute); a class shows itself as ``mcpkit.X``, the name users import it by.
+    ``mcpkit.proxy`` is ``mcpkit.bridge.proxy``, likewise (not in ``__all__``, so
+    ``import *`` skips it)."""
     if name == "proxy":
         from .bridge import proxy
 
         return proxy
-    if name in _LAZY:
-        from . import client
+    where = _EXPORTS.get(name)
+    if where is None:
+        raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
+    value = getattr(_import_module(f".{where}", __name__), name)
+    if isinstance(value, type):
+        value.__module__ = "mcpkit"
+    globals()[name] = value
+    return value
 
-        value = getattr(client, name)
-        value.__module__ = "mcpkit"  # as every class of the public surface shows itself
-        globals()[name] = value  # the next access is a plain attribute
-        return value
-    raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
