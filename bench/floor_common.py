@@ -1,4 +1,5 @@
-"""What the floor peers answer: initialize, and tools/call echo (the harness's only call)."""
+"""What the floor peers answer: initialize, server/discover (the 2026-07-28 opening), and
+tools/call echo (the harness's only call)."""
 
 from typing import Any
 
@@ -6,6 +7,8 @@ import orjson
 
 INIT_RESULT = {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
                "serverInfo": {"name": "floor", "version": "0"}}
+DISCOVER_RESULT = {"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "floor", "version": "0"}}
 
 
 def answer(line: bytes) -> bytes | None:
@@ -15,6 +18,8 @@ def answer(line: bytes) -> bytes | None:
         return None
     if msg["method"] == "initialize":
         result: dict[str, Any] = INIT_RESULT
+    elif msg["method"] == "server/discover":
+        result = DISCOVER_RESULT
     else:
         text = msg["params"]["arguments"].get("text", "")
         result = {"content": [{"type": "text", "text": text}], "isError": False}

@@ -70,4 +70,9 @@ JSON
 TASK_CALLS=2000
 case " $* " in *" --quick "*) TASK_CALLS=300 ;; esac
 "$PLAIN/bin/python" bench/tasks.py --calls "$TASK_CALLS" --kept "$TASK_CALLS" --json "$OUT"
+# Start-up weight (issue #28): cold starts, idle memory and the CLI against floors measured
+# in the same run (the anyio stack, a bare uvicorn app, python -c pass), on the plain install.
+STARTUP_RUNS=15
+case " $* " in *" --quick "*) STARTUP_RUNS=3 ;; esac
+"$PLAIN/bin/python" bench/startup.py --runs "$STARTUP_RUNS" --json "$OUT"
 "$PY" bench/goals.py "$OUT"
