@@ -17,7 +17,7 @@ import base64
 import re
 from typing import Any
 
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from mcpkit.protocol.stateless import CLIENT_CAPABILITIES, PROTOCOL_VERSION
@@ -90,6 +90,7 @@ def test_a_header_value_is_header_safe_and_plain_only_when_the_rule_allows(
 
 
 @given(st.one_of(raw_headers, texts))
+@example("=?base64?A000=?=")  # a stray '=' after a whole quantum: refused (CI found it)
 def test_any_header_decodes_without_raising(value: str) -> None:
     decoded = decode_header(value)
     if not (value.startswith("=?base64?") and value.endswith("?=")):

@@ -46,6 +46,9 @@ _BAD_REQUEST_CODES = frozenset({INVALID_REQUEST, HEADER_MISMATCH, MISSING_CLIENT
 
 _INTEGER = re.compile(r"-?(?:0|[1-9][0-9]*)")
 _NUMBER = re.compile(r"-?(?:0|[1-9][0-9]*)(?:\.[0-9]+)?(?:[eE][+-]?[0-9]+)?")
+_BASE64 = re.compile(r"(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?")
+"""RFC 4648 standard base64, padded: what ``=?base64?…?=`` may hold (binascii, even in
+strict mode, takes a stray ``=`` after a whole quantum: ``A000=``)."""
 """A header's text for an integer / any number argument: JSON's number grammar, ASCII
 digits only (no spaces, underscores, ``+`` or other scripts' digits that ``int()`` takes),
 so a gateway that routes on the header sees the value the server checks."""
@@ -57,8 +60,11 @@ def decode_header(value: str) -> str | None:
     if value.startswith("=?base64?") and value.endswith("?="):
         import base64
 
+        payload = value[9:-2]
+        if _BASE64.fullmatch(payload) is None:
+            return None
         try:
-            return base64.b64decode(value[9:-2], validate=True).decode()
+            return base64.b64decode(payload, validate=True).decode()
         except (ValueError, UnicodeDecodeError):
             return None
     return value
