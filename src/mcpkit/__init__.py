@@ -36,6 +36,7 @@ if _typing.TYPE_CHECKING:
         TransportError,
     )
     from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
+    from .protocol.versions import MCPKIT_VERSION as __version__
     from .server import (
         Audio,
         AuditLog,
@@ -54,8 +55,6 @@ if _typing.TYPE_CHECKING:
         Server,
         Tool,
     )
-
-__version__ = "0.1.0"
 
 _EXPORTS: dict[str, str] = {
     "CapabilityNotSupported": "protocol.errors",
@@ -162,6 +161,10 @@ def __getattr__(name: str) -> _typing.Any:
         from .bridge import proxy
 
         return proxy
+    if name == "__version__":
+        from .protocol.versions import MCPKIT_VERSION
+
+        return MCPKIT_VERSION
     where = _EXPORTS.get(name)
     if where is None:
         raise AttributeError(f"module 'mcpkit' has no attribute {name!r}")

@@ -21,6 +21,9 @@ V2025_06_18: Final = "2025-06-18"
 V2025_11_25: Final = "2025-11-25"
 V2026_07_28: Final = "2026-07-28"
 
+MCPKIT_VERSION: Final = "0.1.0"
+"""This library's own release, ``mcpkit.__version__`` (pyproject.toml reads it here)."""
+
 STATEFUL_VERSIONS: Final = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
 """The handshake-era revisions, oldest first."""
 STATELESS_VERSIONS: Final = (V2026_07_28,)

@@ -1,0 +1,15 @@
+"""``mcpkit --version``: this mcpkit's version and the protocol revisions it speaks."""
+
+from __future__ import annotations
+
+import sys
+
+
+def write_version() -> None:
+    """Write the version line to stdout. The version is ``MCPKIT_VERSION``, the one
+    pyproject.toml reads, not ``importlib.metadata``'s, whose scan of every installed
+    distribution costs more than the rest of the command."""
+    from ..protocol.versions import MCPKIT_VERSION, STATEFUL_VERSIONS, STATELESS_VERSIONS
+
+    sys.stdout.write(f"mcpkit {MCPKIT_VERSION} (MCP {min(STATEFUL_VERSIONS)} to "
+                     f"{max(STATELESS_VERSIONS)})\n")
