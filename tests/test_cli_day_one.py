@@ -14,6 +14,7 @@
 from __future__ import annotations
 
 import os
+import select
 import shlex
 import signal
 import subprocess
@@ -132,11 +133,17 @@ def test_a_url_command_waits_for_a_server_that_starts_late(tmp_path: Path) -> No
                             text=True)
     server = None
     try:
-        time.sleep(1.5)  # nothing listens meanwhile
+        # The server starts once the command has said it waits (a fixed sleep was too short
+        # for a loaded machine, where Python alone took longer to start).
+        assert call.stderr is not None
+        ready, _, _ = select.select([call.stderr], [], [], LIMIT)
+        assert ready, "the command said nothing while nothing listened"
+        said = call.stderr.readline()
         server = subprocess.Popen([PY, "-m", "mcpkit.cli", "run", "--http", "--port",
                                    str(port), str(file)], stdin=subprocess.DEVNULL,
                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        out, err = call.communicate(timeout=LIMIT)
+        out, rest = call.communicate(timeout=LIMIT)
+        err = said + rest
     finally:
         call.kill()
         if server is not None:

@@ -440,9 +440,9 @@ async def test_a_storm_of_announcements_does_not_exhaust_the_redis_pool(
                 servers[0].notify_resource_updated("test://static/resource/1")
 
             a.call(storm)
-            with anyio.fail_after(10):
-                while True:
-                    _, note = await get.next_message(timeout=10)
+            with anyio.fail_after(60):  # the claim is "none fails", not a speed: a loaded
+                while True:            # 2-core CI machine took over 10 s for the 1,001
+                    _, note = await get.next_message(timeout=60)
                     if note["method"] == "notifications/resources/updated":
                         break
     assert not [r for r in caplog.records if "could not be announced" in r.getMessage()]
