@@ -9,6 +9,7 @@ body whenever one is sent. Every wait is bounded.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import signal
@@ -27,8 +28,10 @@ import orjson
 import pytest
 
 from mcpkit import Context
+from mcpkit.protocol.jsonrpc import id_in_use
 from mcpkit.protocol.versions import STATEFUL_VERSIONS
 from mcpkit.storage.events import MemoryEventStore, SQLiteEventStore
+from mcpkit.transports.asgi import DisconnectWatch
 from tests.support.http import (
     ACCEPT_BOTH,
     EVERYTHING,
@@ -404,7 +407,7 @@ async def test_duplicate_in_flight_request_id_is_refused_without_harming_first(
             dup = await c.call_tool("echo", {"text": "dup"}, rid=77)
             msg = error_of(dup, dup.status)
             assert dup.status in (200, 400) and msg.get("id") in (None, 77)
-            assert "77" in msg["error"]["message"]
+            assert msg["error"]["message"] == id_in_use(77).message  # the connection's words
             # Another id is served meanwhile.
             assert text_of((await c.call_tool("echo", {"text": "ok"}, rid=78)).json) == "ok"
     assert results["first"].status == 200
@@ -413,6 +416,23 @@ async def test_duplicate_in_flight_request_id_is_refused_without_harming_first(
     # Once answered, the id may be used again.
     again = await c.call_tool("echo", {"text": "again"}, rid=77)
     assert again.json["id"] == 77 and text_of(again.json) == "again"
+
+
+async def test_the_disconnect_watch_sees_only_a_disconnect_and_stops_with_its_block() -> None:
+    inbox: asyncio.Queue[dict[str, Any]] = asyncio.Queue()
+    woken: list[bool] = []
+    with DisconnectWatch(inbox.get, lambda: woken.append(True)) as watch:
+        await inbox.put({"type": "http.request", "body": b"", "more_body": False})
+        await asyncio.sleep(0.01)
+        assert not watch.gone and not woken  # (anything but a disconnect is passed over)
+        await inbox.put({"type": "http.disconnect"})
+        await asyncio.sleep(0.01)
+        assert watch.gone and woken == [True]
+    with DisconnectWatch(inbox.get) as quiet:
+        pass
+    await inbox.put({"type": "http.disconnect"})  # after its block: no longer read
+    await asyncio.sleep(0.01)
+    assert not quiet.gone and inbox.qsize() == 1
 
 
 async def test_wrong_path_and_method(http, live) -> None:

@@ -11,7 +11,15 @@ import orjson
 import pytest
 
 from mcpkit.protocol.connection import HandshakeFailed, ResponseReceived, SessionStarted
-from mcpkit.protocol.errors import INTERNAL_ERROR, LocalProtocolError
+from mcpkit.protocol.errors import (
+    INTERNAL_ERROR,
+    INVALID_PARAMS,
+    INVALID_REQUEST,
+    METHOD_NOT_FOUND,
+    InvalidParams,
+    LocalProtocolError,
+)
+from mcpkit.protocol.jsonrpc import id_in_use
 from mcpkit.protocol.lifecycle import State
 from mcpkit.protocol.versions import V2025_06_18, V2025_11_25
 
@@ -22,6 +30,7 @@ from .test_connection import (
     make_client,
     notification,
     ready_client,
+    ready_server,
     request,
     result,
     send,
@@ -55,6 +64,24 @@ def test_outgoing_says_what_it_carries_without_reading_data() -> None:
     client.receive_data(server.data_to_send())
     (answer,) = client.messages_to_send()
     assert (answer.method, answer.id, answer.related, answer.final) == (None, None, ping, True)
+
+
+def test_an_error_answer_carries_its_code_and_a_result_none() -> None:
+    # (what a Streamable HTTP stateless answer's status is decided by)
+    server = ready_server()
+    send(server, request(1, "tools/list"), request(2, "no/such"), request(1, "tools/list"))
+    send(server, request(3, "tools/list"))
+    server.send_error(1, InvalidParams("Invalid params: no."))
+    server.send_result(3, {"tools": []})
+    outs = {(out.related, orjson.loads(out.data).get("error", {}).get("message")): out.error
+            for out in server.messages_to_send()}
+    assert outs == {
+        (2, "Method not found: 'no/such' does not exist in protocol revision 2025-11-25."):
+            METHOD_NOT_FOUND,  # refused by the connection
+        (1, id_in_use(1).message): INVALID_REQUEST,  # refused by the connection
+        (1, "Invalid params: no."): INVALID_PARAMS,  # answered by the handler
+        (3, None): None,
+    }
 
 
 # ---------------------------------------------------------------------------- abandon

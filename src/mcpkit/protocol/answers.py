@@ -128,13 +128,14 @@ class Answering(ConnectionBase):
             "resource_not_found_32002"
         ):
             err = InvalidParams(err.message, err.data)  # a revision without -32002: -32602
-        self._deliver(rid, rec, encode(self._error_obj(rid, err.to_error())))
+        self._deliver(rid, rec, encode(self._error_obj(rid, err.to_error())), err.code)
         return True
 
-    def _deliver(self, rid: RequestId, rec: _Inbound, data: bytes) -> None:
+    def _deliver(self, rid: RequestId, rec: _Inbound, data: bytes,
+                 error: int | None = None) -> None:
         batch = rec.batch
         if batch is None:
-            self._outbox.append(Outgoing(data, rid, True))
+            self._outbox.append(Outgoing(data, rid, True, error=error))
             return
         batch.pending.discard(rid)
         batch.parts.append(data)

@@ -176,7 +176,8 @@ class ConnectionBase:
         return msg
 
     def _reject(self, err: ProtocolError, id: RequestId | None, events: list[Event]) -> None:
-        self._outbox.append(Outgoing(encode(self._error_obj(id, err.to_error())), id, True))
+        self._outbox.append(Outgoing(encode(self._error_obj(id, err.to_error())), id, True,
+                                     error=err.code))
         events.append(ProtocolViolation(err))
 
     def _answer_error(
@@ -186,7 +187,7 @@ class ConnectionBase:
         if batch is not None:
             batch.parts.append(data)
         else:
-            self._outbox.append(Outgoing(data, id, True))
+            self._outbox.append(Outgoing(data, id, True, error=err.code))
         events.append(ProtocolViolation(err))
 
     def _maybe_flush_batch(self, batch: _Batch) -> None:

@@ -210,7 +210,9 @@ class Outgoing(Record):
     without reading ``data`` back: the inbound request it belongs to (``related``, for a
     server's HTTP routing) and, for a request or notification of ours, its ``method``,
     ``params`` and (a request) ``id`` (for a client's HTTP headers and cancellation).
-    ``params`` is the object that was encoded: read it, never change it.
+    ``params`` is the object that was encoded: read it, never change it. An error answer
+    carries its JSON-RPC ``error`` code (a Streamable HTTP stateless answer's status is
+    decided by it, without decoding ``data``).
 
     Empty ``data`` (with ``final``) is a *withdrawn answer*: the peer cancelled request
     ``related`` (or every request of the batch named ``related``), so no answer will come
@@ -218,7 +220,7 @@ class Outgoing(Record):
     for it; a transport holding an exchange open for ``related`` (a Streamable HTTP POST)
     ends that exchange."""
 
-    __slots__ = ("data", "final", "id", "method", "params", "related")
+    __slots__ = ("data", "error", "final", "id", "method", "params", "related")
 
     def __init__(
         self,
@@ -229,6 +231,7 @@ class Outgoing(Record):
         method: str | None = None,
         id: RequestId | None = None,
         params: JSONObject | None = None,
+        error: int | None = None,
     ) -> None:
         self.data = data
         self.related = related
@@ -236,4 +239,5 @@ class Outgoing(Record):
         self.method = method  # a request's or notification's method; None for an answer
         self.id = id  # the id of a request of ours; None for anything else
         self.params = params
+        self.error = error  # the code of an error answer; None for anything else
 

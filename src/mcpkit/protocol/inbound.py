@@ -49,6 +49,7 @@ from .jsonrpc import (
     batch_too_large,
     decode,
     encode,
+    id_in_use,
     is_valid_id,
     parse_message,
 )
@@ -60,7 +61,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
-from .stateless import PROTOCOL_VERSION, read_meta
+from .stateless import is_stateless_request, read_meta
 from .versions import Revision
 
 _NOT_INITIALIZED = (
@@ -206,19 +207,10 @@ class Receiving(Handshake):
     def _on_request(self, req: Request, events: list[Event], batch: _Batch | None) -> None:
         rid, method = req.id, req.method
         if rid in self._inbound:
-            self._answer_error(
-                rid,
-                InvalidRequest(
-                    f"Invalid Request: request id {rid!r} is already in use by a request that "
-                    "is still in progress; use a new id for every request."
-                ),
-                batch,
-                events,
-            )
+            self._answer_error(rid, id_in_use(rid), batch, events)
             return
         params = req.params if req.params is not None else {}
-        meta = params.get("_meta")
-        if type(meta) is dict and self.role is Role.SERVER and PROTOCOL_VERSION in meta:
+        if self.role is Role.SERVER and is_stateless_request(params):
             self._on_stateless_request(rid, method, params, events, batch)  # 2026-07-28
             return
         lc = self.lifecycle
@@ -259,6 +251,7 @@ class Receiving(Handshake):
                     events,
                 )
                 return
+        meta = params.get("_meta")
         token = meta.get("progressToken") if type(meta) is dict else None
         if token is not None and not is_valid_id(token):
             token = None

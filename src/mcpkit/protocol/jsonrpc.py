@@ -95,6 +95,15 @@ def batch_too_large(size: int, limit: int) -> InvalidRequest:
                           f"this one has {size}. Send them in smaller batches.")
 
 
+def id_in_use(rid: RequestId) -> InvalidRequest:
+    """The refusal of a request whose id is that of a request still in progress: made by
+    the connection, and by a transport that routes answers by id (Streamable HTTP keys a
+    POST's response stream by it, so it refuses before feeding), in the same words."""
+    return InvalidRequest(f"Invalid Request: request id {rid!r} is already in use by a "
+                          "request that is still in progress; use a new id for every "
+                          "request.")
+
+
 BIG_DOCUMENT: Final = 64 * 1024
 """Bytes from which ``loads`` pauses the cyclic garbage collector while parsing."""
 

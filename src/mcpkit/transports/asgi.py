@@ -322,14 +322,29 @@ async def respond_withdrawn(send: Send) -> None:
     await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
-def watch_disconnect(receive: Receive, on_gone: Callable[[], None]) -> Any:
-    """A plain asyncio task calling ``on_gone`` when the client disconnects (the request
-    body was read already, so the next ASGI message can only be the disconnect); the
-    caller cancels it when done. (An anyio task group here cost more than the request.)"""
+class DisconnectWatch:
+    """The one watch on a client's departure while its response is written: ``gone``
+    turns True when ``http.disconnect`` arrives (the request body was read already, so the
+    next ASGI message can only be that one), and ``wake`` (the waiting writer's) is called.
+    A plain asyncio task, cancelled on leaving the ``with`` block (an anyio task group here
+    cost more than the request)."""
 
-    async def watch() -> None:
+    __slots__ = ("_task", "_wake", "gone")
+
+    def __init__(self, receive: Receive, wake: Callable[[], None] | None = None) -> None:
+        self.gone = False
+        self._wake = wake
+        self._task = asyncio.get_running_loop().create_task(self._watch(receive))
+
+    async def _watch(self, receive: Receive) -> None:
         while (await receive())["type"] != "http.disconnect":
             pass
-        on_gone()
+        self.gone = True
+        if self._wake is not None:
+            self._wake()
 
-    return asyncio.get_running_loop().create_task(watch())
+    def __enter__(self) -> DisconnectWatch:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._task.cancel()

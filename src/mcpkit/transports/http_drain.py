@@ -74,6 +74,23 @@ def refusal() -> Refused:
     return Refused(503, REFUSED, headers=list(RESTART_HEADERS))
 
 
+class InFlight:
+    """The count of POSTed requests being answered, all sessions of an app (what
+    ``max_in_flight_total`` caps, and what the drain's last answers are written before):
+    ``with in_flight:`` counts one for the block."""
+
+    __slots__ = ("count",)
+
+    def __init__(self) -> None:
+        self.count = 0
+
+    def __enter__(self) -> None:
+        self.count += 1
+
+    def __exit__(self, *exc: object) -> None:
+        self.count -= 1
+
+
 class Drain:
     """The drain of one ``StreamableHTTPApp`` (see the module docstring)."""
 

@@ -24,7 +24,7 @@ import orjson
 
 from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
-from .asgi import SSE_HEADERS, Receive, Refused, Send, watch_disconnect
+from .asgi import SSE_HEADERS, DisconnectWatch, Receive, Refused, Send
 from .http_session import HttpSession, is_answer
 from .http_stalls import MAX_STREAM_BUFFER, Sender, Stalls
 from .http_streams import STREAM_END, Listener, ResponseStream
@@ -42,47 +42,41 @@ async def write_sse(stream: ResponseStream, listener: Listener, send: Send, rece
     sender = stalls.guard(send, receive) if stalls is not None else send
     await sender({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
     first = True
-
-    def went() -> None:
-        listener.gone = True
-        listener.wakeup.set()
-
-    watcher = watch_disconnect(receive, went)
-    try:
-        for event_id, data in replay or ():
-            if data and data != STREAM_END:
-                await sender({"type": "http.response.body", "body": encode_event(
-                    data, event_id), "more_body": True})
-        done = stream.done and stream.finished.is_set() and not listener.items
-        while not done and not listener.gone:
-            items = await listener.take()
-            if listener.gone:
-                break
-            done = (listener.ended or listener.overflowed) and not items
-            for event_id, data, final in items:
-                if skip_through is not None and event_id and (
-                        int(event_id.rpartition("_")[2]) <= skip_through):
-                    listener.sent(len(data))  # (replayed already: the answer too, maybe)
-                    done = done or final
-                    continue
-                chunk = encode_event(data, event_id or None,  # "": not stored
-                                     retry_ms if first else None)
-                first = False
-                await sender({"type": "http.response.body", "body": chunk,
-                              "more_body": True})
-                listener.sent(len(data))
-                if final:
-                    done = True
-        if not listener.gone:
-            await sender({"type": "http.response.body", "body": b"", "more_body": False})
-    except OSError:
-        pass  # the client went away; the stream keeps storing for resumption
-    finally:
-        if stream.listener is listener:
-            stream.listener = None
-        watcher.cancel()
-        if isinstance(sender, Sender) and stalls is not None:
-            stalls.release(sender)
+    with DisconnectWatch(receive, listener.leave):  # leave: gone, its writer woken
+        try:
+            for event_id, data in replay or ():
+                if data and data != STREAM_END:
+                    await sender({"type": "http.response.body", "body": encode_event(
+                        data, event_id), "more_body": True})
+            done = stream.done and stream.finished.is_set() and not listener.items
+            while not done and not listener.gone:
+                items = await listener.take()
+                if listener.gone:
+                    break
+                done = (listener.ended or listener.overflowed) and not items
+                for event_id, data, final in items:
+                    if skip_through is not None and event_id and (
+                            int(event_id.rpartition("_")[2]) <= skip_through):
+                        listener.sent(len(data))  # (replayed already: the answer too, maybe)
+                        done = done or final
+                        continue
+                    chunk = encode_event(data, event_id or None,  # "": not stored
+                                         retry_ms if first else None)
+                    first = False
+                    await sender({"type": "http.response.body", "body": chunk,
+                                  "more_body": True})
+                    listener.sent(len(data))
+                    if final:
+                        done = True
+            if not listener.gone:
+                await sender({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass  # the client went away; the stream keeps storing for resumption
+        finally:
+            if stream.listener is listener:
+                stream.listener = None
+            if isinstance(sender, Sender) and stalls is not None:
+                stalls.release(sender)
 
 
 async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
@@ -160,34 +154,26 @@ async def _follow(session: HttpSession, stream_id: str, after: int,
     """A request stream live on another instance: its events as they are stored."""
     follow: Any = getattr(session.store, "follow")  # noqa: B009 (a shared store's extra)
     await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-    gone = False
-
-    def went() -> None:
-        nonlocal gone
-        gone = True
-
-    watcher = watch_disconnect(receive, went)
-    try:
-        events, last_event = replay, time.monotonic()
-        while True:
-            for event_id, data in events:
-                if data and data != STREAM_END:
-                    await send({"type": "http.response.body",
-                                "body": encode_event(data, event_id), "more_body": True})
-                if is_response(data) or data == STREAM_END:
-                    await send({"type": "http.response.body", "body": b"",
-                                "more_body": False})
-                    return
-            if events:
-                last_event = time.monotonic()
-            if gone or stop() or time.monotonic() - last_event > idle:
-                break
-            after, events = await follow(session.session_id, stream_id, after)
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except OSError:
-        pass  # the client went away
-    except StoreUnavailable:  # the client resumes again later, from its last event
-        with contextlib.suppress(OSError):
+    with DisconnectWatch(receive) as watch:
+        try:
+            events, last_event = replay, time.monotonic()
+            while True:
+                for event_id, data in events:
+                    if data and data != STREAM_END:
+                        await send({"type": "http.response.body",
+                                    "body": encode_event(data, event_id), "more_body": True})
+                    if is_response(data) or data == STREAM_END:
+                        await send({"type": "http.response.body", "body": b"",
+                                    "more_body": False})
+                        return
+                if events:
+                    last_event = time.monotonic()
+                if watch.gone or stop() or time.monotonic() - last_event > idle:
+                    break
+                after, events = await follow(session.session_id, stream_id, after)
             await send({"type": "http.response.body", "body": b"", "more_body": False})
-    finally:
-        watcher.cancel()
+        except OSError:
+            pass  # the client went away
+        except StoreUnavailable:  # the client resumes again later, from its last event
+            with contextlib.suppress(OSError):
+                await send({"type": "http.response.body", "body": b"", "more_body": False})

@@ -34,11 +34,11 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import Connection, RequestReceived
 from ..protocol.errors import INVALID_REQUEST
-from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, is_valid_id
+from ..protocol.jsonrpc import DEFAULT_MAX_BATCH, id_in_use, is_valid_id
 from ..protocol.lifecycle import State
 from ..protocol.stateless import is_stateless_request
 from ..protocol.versions import DEFAULT_HTTP_VERSION, STATEFUL_VERSIONS
@@ -66,15 +66,18 @@ from .asgi import (
     respond_withdrawn,
 )
 from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
-from .http_drain import RESTART_HEADERS, Drain, refusal
+from .http_drain import RESTART_HEADERS, Drain, InFlight, refusal
 from .http_lifespan import LifespanHolder
 from .http_options import HttpOptions
 from .http_resume import resume, write_sse
 from .http_session import HttpSession, forget_stored
 from .http_shared import SharedSessions
 from .http_stalls import Stalls
-from .http_stateless import serve_stateless
+from .http_stateless import StatelessRequests
 from .http_streams import Listener, ResponseStream
+
+if TYPE_CHECKING:
+    from .legacy_sse import LegacySSE
 
 SESSION_NOT_FOUND = -32001
 """JSON-RPC code of the 404 for an unknown or expired ``Mcp-Session-Id``."""
@@ -126,14 +129,13 @@ class StreamableHTTPApp:
         self.call_guard = call_guard
         self.drain = Drain(self, cfg.drain)
         self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
-        self.param_headers = param_headers  # tool name -> {param: x-mcp-header name}
         self.new_connection = new_connection
         self.on_request = on_request
         self.on_notification = on_notification
         self._on_session = on_session
         # Least recently seen first: a sweep stops at the first session still fresh.
         self.sessions: OrderedDict[str, HttpSession] = OrderedDict()
-        self.in_flight = 0  # POSTed requests being answered, all sessions
+        self.answering = InFlight()  # POSTed requests being answered, all sessions
         self.guard = OriginHostGuard(cfg.allowed_hosts, cfg.allowed_origins,
                                      cfg.trusted_proxies)
         self.body_deadlines = ReadDeadlines(cfg.body_timeout)
@@ -141,11 +143,28 @@ class StreamableHTTPApp:
         self._housekeeper: asyncio.Task[None] | None = None
         self.shared = None if bus is None else SharedSessions(
             self.session_store, self.event_store, bus)
-        self.legacy: Any = None
+        self.stateless = StatelessRequests(
+            open_session=self.open_session, in_flight=self.answering,
+            exchanges=self.drain.stateless, stalls=self.stalls, param_headers=param_headers,
+            limit=cfg.max_stream_buffer, sse=cfg.response_mode == "sse")
+        self.legacy: LegacySSE | None = None
         if cfg.legacy_sse:
             from .legacy_sse import LegacySSE
 
-            self.legacy = LegacySSE(self, cfg.legacy_sse_path, cfg.legacy_messages_path)
+            self.legacy = LegacySSE(
+                sse_path=cfg.legacy_sse_path, messages_path=cfg.legacy_messages_path,
+                guard=self.guard, draining=lambda: self.drain.active,
+                open_session=self.open_session, opened=self.session_opened,
+                ended=self.session_ended, stalls=self.stalls,
+                body_deadlines=self.body_deadlines, call_guard=call_guard,
+                principal_key=principal_key, others=self.sessions,
+                max_sessions=cfg.max_sessions, max_body=cfg.max_body, max_batch=max_batch,
+                stream_limit=cfg.max_stream_buffer)
+
+    @property
+    def in_flight(self) -> int:
+        """POSTed requests being answered, all sessions."""
+        return self.answering.count
 
     def open_session(self, sid: str, conn: Connection | None = None,
                      owner: str | None = None) -> HttpSession:
@@ -249,10 +268,6 @@ class StreamableHTTPApp:
             self._housekeeper = None
 
     # ------------------------------------------------------------------ sessions
-
-    def check_origin_and_host(self, scope: Scope, headers: dict[str, str]) -> None:
-        """Refuse a request from a disallowed Origin (403) or for another Host (421)."""
-        self.guard.check(scope, headers)
 
     def _touch(self, session: HttpSession) -> None:
         session.last_seen = time.monotonic()
@@ -403,7 +418,7 @@ class StreamableHTTPApp:
         ):
             # 2026-07-28: self-describing requests (and any session-less request, which
             # is judged by the stateless rules: missing _meta -> -32602)
-            await serve_stateless(self, obj, headers, send, receive, principal, peer)
+            await self.stateless.serve(obj, headers, send, receive, principal, peer)
             return
         is_init = any(isinstance(m, dict) and m.get("method") == "initialize" for m in messages)
         if is_init and "mcp-session-id" not in headers:
@@ -431,15 +446,14 @@ class StreamableHTTPApp:
         if session.session.in_flight + len(request_ids) > self.config.max_in_flight:
             raise Refused(429, "Too many requests in flight on this session; wait for some "
                                "answers and retry.", headers=[(b"retry-after", b"1")])
-        if self.in_flight >= self.config.max_in_flight_total:
+        if self.answering.count >= self.config.max_in_flight_total:
             raise Refused(503, "Service unavailable: the server is at its limit of requests "
                                "in flight; retry shortly.", headers=[(b"retry-after", b"1")])
         key = request_ids[0]
         if key in session.streams or (
                 not isinstance(obj, list) and session.session.is_handling(key)):
-            await respond(send, 200, error_body(
-                INVALID_REQUEST, f"Invalid Request: request id {key!r} is already in use by a "
-                                 "request still in progress; use a new id for every request."))
+            # (its stream is keyed by the id: refused here, in the connection's words)
+            await respond(send, 200, error_body(INVALID_REQUEST, id_in_use(key).message))
             return
         stream = ResponseStream(session, session.new_stream_id(),
                                 limit=self.config.max_stream_buffer)
@@ -451,11 +465,8 @@ class StreamableHTTPApp:
             await respond(send, 400, direct[0])
             return
         mode = "json" if isinstance(obj, list) else self.config.response_mode
-        self.in_flight += 1
-        try:
+        with self.answering:
             await self._answer(stream, mode, send, receive)
-        finally:
-            self.in_flight -= 1
 
     async def _initialize(self, obj: Any, send: Send, principal: Principal | None,
                           peer: str | None) -> None:

@@ -17,7 +17,7 @@ import functools
 import logging
 import time
 from collections.abc import Coroutine
-from typing import Any
+from typing import Any, Protocol
 
 from ..protocol.connection import Connection, Outgoing
 from ..protocol.events import NO_ORIGIN, Origin
@@ -145,6 +145,7 @@ class HttpSession:
         if stream is not None:
             stream.push(out.data, out.final)
             if out.final:
+                stream.error = out.error
                 del self.streams[rid]  # type: ignore[arg-type]
             return
         if not out.data:
@@ -236,6 +237,15 @@ class HttpSession:
         for stream in (self.standalone, *self.streams.values(), *self.resumable.values()):
             if stream is not None:
                 stream.end()
+
+
+class OpenSession(Protocol):
+    """How a path of an app makes a session (``StreamableHTTPApp.open_session``): for id
+    ``sid``, with connection ``conn`` (a restored one; None: a new one), belonging to
+    ``owner``."""
+
+    def __call__(self, sid: str, conn: Connection | None = None,
+                 owner: str | None = None) -> HttpSession: ...
 
 
 def is_answer(msg: Any) -> bool:

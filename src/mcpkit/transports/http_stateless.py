@@ -27,17 +27,20 @@ from ..protocol.errors import (
     HeaderMismatch,
     InvalidRequest,
     ProtocolError,
+    UnsupportedProtocolVersion,
 )
-from ..protocol.jsonrpc import is_valid_id
+from ..protocol.jsonrpc import RequestId, is_valid_id
 from ..protocol.stateless import PROTOCOL_VERSION, read_meta
+from ..protocol.versions import STATELESS_VERSIONS
 from ..session import ENDLESS_METHODS, Principal
-from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn, watch_disconnect
-from .http_drain import RESTART_HEADERS
+from .asgi import SSE_HEADERS, Receive, Send, respond, respond_withdrawn
+from .http_drain import RESTART_HEADERS, InFlight
 from .http_routing import NAMED_BY
-from .http_streams import ResponseStream, relay
+from .http_stalls import Stalls
+from .http_streams import ResponseStream, relay_sse
 
 if TYPE_CHECKING:
-    from .http_server import StreamableHTTPApp
+    from .http_session import HttpSession, OpenSession
 
 _BAD_REQUEST_CODES = frozenset({INVALID_REQUEST, HEADER_MISMATCH, MISSING_CLIENT_CAPABILITY,
                                 UNSUPPORTED_PROTOCOL_VERSION, PARSE_ERROR})
@@ -155,107 +158,112 @@ def error_with_id(rid: Any, exc: ProtocolError) -> bytes:
     return orjson.dumps(body)
 
 
-def stateless_status(data: bytes) -> int:
-    """The HTTP status of a stateless answer: 404 for -32601, 400 for request errors."""
-    if b'"error"' not in data:
+def stateless_status(error: int | None) -> int:
+    """The HTTP status of a stateless answer, from the code of the error it is (None: not
+    an error): 404 for -32601, 400 for request errors, else 200."""
+    if error is None:
         return 200
-    try:
-        code = orjson.loads(data)["error"]["code"]
-    except (orjson.JSONDecodeError, KeyError, TypeError):
-        return 200
-    if code == METHOD_NOT_FOUND:
+    if error == METHOD_NOT_FOUND:
         return 404
-    return 400 if code in _BAD_REQUEST_CODES else 200
+    return 400 if error in _BAD_REQUEST_CODES else 200
 
 
-async def serve_stateless(app: StreamableHTTPApp, obj: dict[str, Any], headers: dict[str, str],
-                          send: Send, receive: Receive, principal: Principal | None,
-                          peer: str | None = None) -> None:
-    """A stateless request from ``principal`` at address ``peer``: no session; headers
-    must match the body;
-    errors get their HTTP status; closing the response stream cancels the handler."""
-    params = obj.get("params")
-    if not isinstance(params, dict):
-        params = {}
-    rid = obj.get("id")
-    if not isinstance(obj.get("method"), str):
-        await respond(send, 400, error_with_id(rid, InvalidRequest(
-            "Invalid Request: a request needs a string 'method' (a client sends only "
-            "requests and notifications to this endpoint).")))
-        return
-    try:
-        read_meta(params, None)  # missing/partial _meta: -32602 (HTTP 400)
-    except ProtocolError as exc:
-        await respond(send, 400, error_with_id(rid, exc))
-        return
-    mismatch = header_mismatch(obj, params, headers, app.param_headers)
-    if mismatch:
-        await respond(send, 400, error_with_id(rid, HeaderMismatch(
-            f"Header mismatch: {mismatch}. Send the MCP-Protocol-Version, Mcp-Method and "
-            "Mcp-Name headers with the same values as the body.")))
-        return
-    # From here the connection judges the request (an unsupported version is its -32022,
-    # which stateless_status answers with 400); a notification is only checked here.
-    if not is_valid_id(rid):
+class StatelessRequests:
+    """The 2026-07-28 requests of one app, and exactly what they use of it:
+    ``open_session`` (each request is a session of its own), ``in_flight`` (the app's
+    count of requests being answered), ``exchanges`` (the drain's: each answered request's
+    session -> its id when it is a listen stream), ``stalls`` (the watchdog of slow
+    readers), ``param_headers`` (a tool's ``x-mcp-header`` parameters), ``limit`` (the
+    bound of a response stream) and ``sse`` (answers always as SSE)."""
+
+    __slots__ = ("exchanges", "in_flight", "limit", "open_session", "param_headers", "sse",
+                 "stalls")
+
+    def __init__(self, *, open_session: OpenSession, in_flight: InFlight,
+                 exchanges: dict[HttpSession, RequestId | None], stalls: Stalls,
+                 param_headers: Callable[[str], dict[str, str]] | None, limit: int,
+                 sse: bool) -> None:
+        self.open_session = open_session
+        self.in_flight = in_flight
+        self.exchanges = exchanges
+        self.stalls = stalls
+        self.param_headers = param_headers
+        self.limit = limit
+        self.sse = sse
+
+    async def serve(self, obj: dict[str, Any], headers: dict[str, str], send: Send,
+                    receive: Receive, principal: Principal | None,
+                    peer: str | None = None) -> None:
+        """A stateless request from ``principal`` at address ``peer``: no session; headers
+        must match the body; errors get their HTTP status; closing the response stream
+        cancels the handler."""
+        params = obj.get("params")
+        if not isinstance(params, dict):
+            params = {}
+        rid = obj.get("id")
+        if not isinstance(obj.get("method"), str):
+            await respond(send, 400, error_with_id(rid, InvalidRequest(
+                "Invalid Request: a request needs a string 'method' (a client sends only "
+                "requests and notifications to this endpoint).")))
+            return
+        request = is_valid_id(rid)
+        # _meta, read once here: missing or partial is -32602 (HTTP 400) before the
+        # headers are looked at; the version is the connection's to judge for a request
+        # (its -32022 is a 400 too), and checked here, after the headers, for a
+        # notification (which nothing answers).
+        unsupported: ProtocolError | None = None
         try:
-            read_meta(params)
+            read_meta(params, None if request else STATELESS_VERSIONS)
+        except UnsupportedProtocolVersion as exc:
+            unsupported = exc
         except ProtocolError as exc:
             await respond(send, 400, error_with_id(rid, exc))
             return
-    session = app.open_session("")
-    if not is_valid_id(rid):
-        direct = session.feed(obj, principal, peer)
-        await respond(send, 400 if direct else 202, direct[0] if direct else b"")
-        return
-    assert isinstance(rid, str | int)
-    stream = ResponseStream(session, "m", limit=app.config.max_stream_buffer)
-    session.streams[rid] = stream
-    session.feed(obj, principal, peer)
-    app.in_flight += 1
-    stateless = app.drain.stateless  # the drain ends this exchange when the server stops
-    stateless[session] = rid if obj["method"] in ENDLESS_METHODS else None
-    try:
+        mismatch = header_mismatch(obj, params, headers, self.param_headers)
+        if mismatch:
+            await respond(send, 400, error_with_id(rid, HeaderMismatch(
+                f"Header mismatch: {mismatch}. Send the MCP-Protocol-Version, Mcp-Method and "
+                "Mcp-Name headers with the same values as the body.")))
+            return
+        if unsupported is not None:
+            await respond(send, 400, error_with_id(rid, unsupported))
+            return
+        session = self.open_session("")
+        if not request:
+            direct = session.feed(obj, principal, peer)
+            await respond(send, 400 if direct else 202, direct[0] if direct else b"")
+            return
+        assert isinstance(rid, str | int)
+        stream = ResponseStream(session, "m", limit=self.limit)
+        session.streams[rid] = stream
+        session.feed(obj, principal, peer)
+        exchanges = self.exchanges  # the drain ends this exchange when the server stops
+        exchanges[session] = rid if obj["method"] in ENDLESS_METHODS else None
+        try:
+            with self.in_flight:
+                await self._answer(stream, send, receive)
+        finally:
+            del exchanges[session]
+            session.close()  # ends the handler if the client went away first
+
+    async def _answer(self, stream: ResponseStream, send: Send, receive: Receive) -> None:
         first = await stream.first_unless_gone(receive)
         if first is None:
-            return  # the client went away before the answer began: cancelled below
+            return  # the client went away before the answer began: cancelled by the caller
         data, final = first
         if not data:
             await respond_withdrawn(send)
             return
-        if final and app.config.response_mode != "sse":
+        if final and not self.sse:
             if stream.cut_off:  # the drain's deadline passed before an answer came
                 await respond(send, 503, data, RESTART_HEADERS)
             else:
-                await respond(send, stateless_status(data), data)
+                await respond(send, stateless_status(stream.error), data)
             return
-        sender = app.stalls.guard(send, receive)
+        sender = self.stalls.guard(send, receive)  # SSE events until the final one
         try:
-            await _relay_sse(stream, sender, receive)
+            await sender({"type": "http.response.start", "status": 200,
+                          "headers": SSE_HEADERS})
+            await relay_sse(stream, sender, receive)
         finally:
-            app.stalls.release(sender)
-    finally:
-        app.in_flight -= 1
-        del stateless[session]
-        session.close()  # ends the handler if the client went away first
-
-
-async def _relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:
-    """The answer as SSE events until the final one; a reader too slow for the stream's
-    bound gets a complete response without the rest (a listen stream: listen again)."""
-    await send({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-    gone = False
-
-    def went() -> None:
-        nonlocal gone
-        gone = True
-        stream.wakeup.set()
-
-    watcher = watch_disconnect(receive, went)
-    try:
-        await relay(stream, send, lambda: gone)
-        if not gone:
-            await send({"type": "http.response.body", "body": b"", "more_body": False})
-    except OSError:
-        pass
-    finally:
-        watcher.cancel()
+            self.stalls.release(sender)

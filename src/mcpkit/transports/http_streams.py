@@ -14,14 +14,14 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.jsonrpc import compact
 from ..protocol.sse import encode_event
 from ..storage.events import EventStore
 from ..storage.faults import OUTAGE_WAIT, RETRY_EVERY, StoreUnavailable
-from .asgi import Receive, Send, watch_disconnect
+from .asgi import DisconnectWatch, Receive, Send
 from .http_stalls import MAX_STREAM_BUFFER
 
 if TYPE_CHECKING:
@@ -122,6 +122,7 @@ class ResponseStream:
         "cut_off",
         "done",
         "dropped",
+        "error",
         "finished",
         "id",
         "limit",
@@ -145,6 +146,7 @@ class ResponseStream:
         self.done = False  # the final message was produced
         self.closed = False  # the session ended: stop waiting for more
         self.cut_off = False  # ended by the server's drain in place of its answer (cut)
+        self.error: int | None = None  # the code of a final answer that is an error
         self.sse = False  # switched to SSE (events are stored from then on)
         self.listener: Listener | None = None
         self.finished = asyncio.Event()  # the final event was stored (and handed on)
@@ -245,23 +247,17 @@ class ResponseStream:
         """The first message, or None if the client disconnected before it came."""
         if self.queue:
             return self.queue[0]
-        gone = False
-
-        def went() -> None:
-            nonlocal gone
-            gone = True
-            self.wakeup.set()
-
-        watcher = watch_disconnect(receive, went)
-        try:
-            while not self.queue and not gone and not self.closed:
+        with DisconnectWatch(receive, self.wake) as watch:
+            while not self.queue and not watch.gone and not self.closed:
                 await self.wakeup.wait()
                 self.wakeup = asyncio.Event()
-        finally:
-            watcher.cancel()
         if self.queue:
             return self.queue[0]
-        return None if gone else WITHDRAWN
+        return None if watch.gone else WITHDRAWN
+
+    def wake(self) -> None:
+        """Wake the writer waiting on this stream (its client went away, say)."""
+        self.wakeup.set()
 
     def start_sse(self) -> None:
         """Store events from now on (starting the pump unless it runs)."""
@@ -356,13 +352,24 @@ async def _stored_later(store: EventStore, sid: str, stream_id: str, data: bytes
                 raise
 
 
-async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool]) -> None:
-    """Write a stream's messages as plain SSE events (no ids: nothing to resume) until its
-    final message, the client's departure, the end of its session, or a reader so slow
-    that the stream's bound overflowed (the caller then ends the response)."""
+async def relay_sse(stream: ResponseStream, send: Send, receive: Receive) -> None:
+    """Write a stream's messages as plain SSE events (no ids: nothing to resume; the
+    response was started) until its final message, the end of its session, or a reader
+    so slow that the stream's bound overflowed, then complete the response (a listen
+    stream: listen again); or until the client's departure."""
+    with DisconnectWatch(receive, stream.wake) as watch:
+        try:
+            await _relay(stream, send, watch)
+            if not watch.gone:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
+        except OSError:
+            pass
+
+
+async def _relay(stream: ResponseStream, send: Send, watch: DisconnectWatch) -> None:
     done = False
-    while not done and not is_gone():
-        while not stream.queue and not is_gone() and not stream.closed:
+    while not done and not watch.gone:
+        while not stream.queue and not watch.gone and not stream.closed:
             if stream.overflowed:
                 return
             await stream.wakeup.wait()
@@ -376,4 +383,4 @@ async def relay(stream: ResponseStream, send: Send, is_gone: Callable[[], bool])
             done = done or final
 
 
-__all__ = ["STREAM_END", "Listener", "ResponseStream", "relay"]
+__all__ = ["STREAM_END", "Listener", "ResponseStream", "relay_sse"]

@@ -12,11 +12,15 @@ session) and the ``call_guard`` are those of the Streamable HTTP app it sits bes
 from __future__ import annotations
 
 import secrets
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sized
+from dataclasses import dataclass, field
+from typing import Any
 
 from ..session import Principal
 from .asgi import (
     SSE_HEADERS,
+    OriginHostGuard,
+    ReadDeadlines,
     Receive,
     Refused,
     Scope,
@@ -28,34 +32,49 @@ from .asgi import (
     require_json,
     respond,
     respond_refused,
-    watch_disconnect,
 )
-from .http_auth import identity_of, principal_of, refused_call, respond_denied
+from .http_auth import CallGuard, identity_of, principal_of, refused_call, respond_denied
 from .http_drain import refusal
-from .http_session import HttpSession
-from .http_streams import ResponseStream, relay
-
-if TYPE_CHECKING:
-    from .http_server import StreamableHTTPApp
+from .http_session import HttpSession, OpenSession
+from .http_stalls import Stalls
+from .http_streams import ResponseStream, relay_sse
 
 
+@dataclass(slots=True, kw_only=True, eq=False)
 class LegacySSE:
-    """Serves ``sse_path`` (GET) and ``messages_path`` (POST) for 2024-11-05 clients."""
+    """Serves ``sse_path`` (GET) and ``messages_path`` (POST) for 2024-11-05 clients, with
+    exactly what it uses of the Streamable HTTP app beside it: its ``guard`` (Origin and
+    Host, the client's address), ``draining`` (new work is refused), ``open_session``,
+    ``opened`` and ``ended`` (the app's session hooks), its ``sessions`` (counted with
+    these against ``max_sessions``), ``stalls``, ``body_deadlines``, ``call_guard`` and
+    ``principal_key``, and its limits."""
 
-    def __init__(self, app: StreamableHTTPApp, sse_path: str, messages_path: str) -> None:
-        self.app = app
-        self.sse_path = sse_path
-        self.messages_path = messages_path
-        self.sessions: dict[str, HttpSession] = {}
+    sse_path: str
+    messages_path: str
+    guard: OriginHostGuard
+    draining: Callable[[], bool]
+    open_session: OpenSession
+    opened: Callable[[HttpSession], None]
+    ended: Callable[[HttpSession], None]
+    stalls: Stalls
+    body_deadlines: ReadDeadlines
+    call_guard: CallGuard | None
+    principal_key: str | None
+    others: Sized  # the app's own sessions
+    max_sessions: int
+    max_body: int
+    max_batch: int
+    stream_limit: int
+    sessions: dict[str, HttpSession] = field(default_factory=dict, init=False)
 
     def handles(self, path: str) -> bool:
         return path.rstrip("/") in (self.sse_path.rstrip("/"), self.messages_path.rstrip("/"))
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         headers = headers_of(scope)
-        principal = principal_of(scope, self.app.principal_key)
+        principal = principal_of(scope, self.principal_key)
         try:
-            self.app.check_origin_and_host(scope, headers)
+            self.guard.check(scope, headers)
             path = local_path(scope).rstrip("/")
             method = scope["method"]
             if path == self.sse_path.rstrip("/") and method == "GET":
@@ -69,46 +88,33 @@ class LegacySSE:
 
     async def _stream(self, scope: Scope, send: Send, receive: Receive,
                       principal: Principal | None) -> None:
-        app = self.app
-        if app.drain.active:
+        if self.draining():
             raise refusal()
-        if len(app.sessions) + len(self.sessions) >= app.config.max_sessions:
+        if len(self.others) + len(self.sessions) >= self.max_sessions:
             raise Refused(503, "Service unavailable: too many open sessions; retry later.")
         sid = secrets.token_urlsafe(24)
-        session = app.open_session(sid, owner=identity_of(principal))
+        session = self.open_session(sid, owner=identity_of(principal))
         stream = ResponseStream(session, session.new_stream_id(), standalone=True,
-                                limit=app.config.max_stream_buffer)
+                                limit=self.stream_limit)
         session.standalone = stream
         self.sessions[sid] = session
-        app.session_opened(session)
+        self.opened(session)
         root = scope.get("root_path", "")
         endpoint = f"{root}{self.messages_path}?session_id={sid}"
-        sender = app.stalls.guard(send, receive)
-        await sender({"type": "http.response.start", "status": 200, "headers": SSE_HEADERS})
-        await sender({"type": "http.response.body", "more_body": True,
-                      "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
-
-        gone = False
-
-        def went() -> None:
-            nonlocal gone
-            gone = True
-            stream.wakeup.set()
-
-        watcher = watch_disconnect(receive, went)
+        sender = self.stalls.guard(send, receive)
         try:
-            await relay(stream, sender, lambda: gone)
-            if not gone:  # the session ended (closed, drained), or its reader fell
-                # behind the bound: say so
-                await sender({"type": "http.response.body", "body": b"", "more_body": False})
-        except OSError:
-            pass
+            await sender({"type": "http.response.start", "status": 200,
+                          "headers": SSE_HEADERS})
+            await sender({"type": "http.response.body", "more_body": True,
+                          "body": b"event: endpoint\ndata: " + endpoint.encode() + b"\n\n"})
+            # until the session ends (closed, drained), or its reader falls behind the
+            # bound, or goes away
+            await relay_sse(stream, sender, receive)
         finally:
-            watcher.cancel()
-            app.stalls.release(sender)
+            self.stalls.release(sender)
             self.sessions.pop(sid, None)
             session.close()
-            app.session_ended(session)
+            self.ended(session)
 
     async def _post(self, scope: Scope, headers: dict[str, str], receive: Receive,
                     send: Send, principal: Principal | None) -> None:
@@ -119,18 +125,17 @@ class LegacySSE:
             raise Refused(404, "Session not found: open the SSE stream first and POST to the "
                                "endpoint it announced.")
         require_json(headers)
-        body = await read_body(headers, receive, self.app.config.max_body,
-                               self.app.body_deadlines)
-        obj: Any = decode_json(body, self.app.max_batch)
+        body = await read_body(headers, receive, self.max_body, self.body_deadlines)
+        obj: Any = decode_json(body, self.max_batch)
         messages = obj if isinstance(obj, list) else [obj]
-        if self.app.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
-                                         for m in messages):
+        if self.draining() and any(isinstance(m, dict) and "method" in m and "id" in m
+                                   for m in messages):
             raise refusal()  # new work, while the server drains (answers still go in)
-        refused = refused_call(self.app.call_guard, principal, messages)
+        refused = refused_call(self.call_guard, principal, messages)
         if refused is not None:
             await respond_denied(send, *refused)
             return
-        direct = session.feed(obj, principal, self.app.guard.client_address(scope, headers))
+        direct = session.feed(obj, principal, self.guard.client_address(scope, headers))
         for data in direct:  # errors for unreadable messages also travel on the stream
             assert session.standalone is not None
             session.standalone.push(data, False)
