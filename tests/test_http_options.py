@@ -152,3 +152,13 @@ def test_every_session_of_an_app_is_paced_by_its_stall_timeout() -> None:
         assert default.open_session("s").patience == FIELDS["stall_timeout"].default
 
     asyncio.run(main())
+
+
+@pytest.mark.parametrize("legacy", [{"legacy_sse_path": "/mcp/"},
+                                    {"legacy_messages_path": "/mcp"}])
+def test_a_legacy_path_on_the_endpoint_is_refused(legacy: dict[str, str]) -> None:
+    """A legacy SSE path equal to the MCP endpoint's would hide one of the two: refused
+    when the options are built, not found as 404s in production."""
+    with pytest.raises(ValueError, match="must differ from the MCP endpoint's path"):
+        Server("clash").asgi_app("/mcp", **legacy)
+    Server("apart").asgi_app("/mcp", legacy_sse=False, **legacy)  # legacy off: no clash

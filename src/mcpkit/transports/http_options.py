@@ -112,6 +112,15 @@ class HttpOptions:
     the app (the transport is given the stores)."""
 
 
+    def __post_init__(self) -> None:
+        """Refuse what would make an endpoint unreachable: with ``legacy_sse``, a legacy
+        path equal to ``path`` (one of the two would answer every request for it)."""
+        if self.legacy_sse and self.path.rstrip("/") in (
+                self.legacy_sse_path.rstrip("/"), self.legacy_messages_path.rstrip("/")):
+            raise ValueError(
+                f"the legacy SSE paths ({self.legacy_sse_path}, {self.legacy_messages_path})"
+                f" must differ from the MCP endpoint's path ({self.path})")
+
 class HttpKeywords(TypedDict, total=False):
     """``HttpOptions``' fields as keyword arguments, for ``**options:
     Unpack[HttpKeywords]`` (``Server.asgi_app``, ``Server.run``): the same names and

@@ -202,16 +202,17 @@ class StreamableHTTPApp:
                 await respond_refused(send, exc)
                 return
         path = local_path(scope)
-        if self.legacy is not None and self.legacy.handles(path):
-            await self.legacy(scope, receive, send)
-            return
-        if path.rstrip("/") != self.config.path.rstrip("/"):
+        if path.rstrip("/") != self.config.path.rstrip("/"):  # the MCP endpoint first
+            if self.legacy is not None and self.legacy.handles(path):
+                await self.legacy(scope, receive, send)
+                return
             endpoint = scope.get("root_path", "") + self.config.path
             await respond(send, 404, error_body(
                 INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
             return
         headers = headers_of(scope)
-        principal = principal_of(scope, self.principal_key)
+        principal = None if self.principal_key is None else principal_of(scope,
+                                                                         self.principal_key)
         try:
             self.guard.check(scope, headers)
             method = scope["method"]
@@ -282,7 +283,7 @@ class StreamableHTTPApp:
         if not sid:
             raise Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
                                "'initialize' first to get one.")
-        owner = identity_of(principal)
+        owner = None if principal is None else identity_of(principal)
         session = self.sessions.get(sid)
         if session is not None and session.owner != owner:
             session = None
@@ -408,10 +409,11 @@ class StreamableHTTPApp:
         if self.drain.active and any(isinstance(m, dict) and "method" in m and "id" in m
                                      for m in messages):
             raise refusal()  # new work, while the server drains (answers still go in)
-        refused = refused_call(self.call_guard, principal, messages)
-        if refused is not None:
-            await respond_denied(send, *refused)
-            return
+        if self.call_guard is not None:  # scopes per tool: only a protected app has one
+            refused = refused_call(self.call_guard, principal, messages)
+            if refused is not None:
+                await respond_denied(send, *refused)
+                return
         if isinstance(obj, dict) and (
             is_stateless_request(obj.get("params")) or (
                 "mcp-session-id" not in headers and obj.get("method") != "initialize")
