@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field, HttpUrl, field_validator
 from mcpkit import Server
 from mcpkit.server.arg_errors import at_instance_path, at_schema_path, describe
 from mcpkit.server.tools import Tool
+from mcpkit.session import Ready
 
 from .support.tap import TappedClient
 
@@ -53,8 +54,8 @@ def refused(arguments: Any) -> str:
     result = tool.invalid_arguments(arguments)
     if result is None:
         converted = tool.call(arguments, None)  # type: ignore[arg-type]
-        assert isinstance(converted, dict), "the arguments were accepted"
-        result = converted
+        assert isinstance(converted, Ready), "the arguments were accepted"
+        result = converted.value
     return text_of(result)
 
 

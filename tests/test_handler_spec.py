@@ -4,7 +4,8 @@ Every way of asking for the ``Context`` (plain, ``| None``, ``Optional``, ``Anno
 a string annotation — this module uses ``from __future__ import annotations``, so every
 annotation here is a string) is found the same way by all three kinds of handler; async
 functions, objects with an async ``__call__`` and partials are awaited; sync ones run in a
-worker thread; unresolvable hints are reported at registration.
+worker thread; unresolvable hints are reported at registration. What a request handler
+returns is one shape, an awaitable (``Ready`` when the result is already there).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from __future__ import annotations
 import contextvars
 import functools
 import threading
+from collections.abc import Generator
 from typing import Annotated, Any, Optional
 
 import anyio
@@ -20,7 +22,17 @@ import pytest
 
 from mcpkit import Context, Server, ToolError
 from mcpkit.client import Client
+from mcpkit.protocol.connection import (
+    Connection,
+    RequestReceived,
+    ResponseReceived,
+    SessionStarted,
+)
+from mcpkit.protocol.jsonrpc import RequestId
+from mcpkit.protocol.lifecycle import Role
 from mcpkit.server.handler import HandlerSpec, is_context_type, never_waits
+from mcpkit.session import HandlerResult, Ready, Session
+from mcpkit.transports.memory import memory_pair
 
 pytestmark = pytest.mark.anyio
 LIMIT = 10
@@ -320,3 +332,66 @@ async def test_a_tool_that_never_waits_in_the_stateless_revision() -> None:
             assert not res.is_error and res.structured_content == {"result": 2}
             res = await client.call_tool("refuse", {"x": 2})
             assert res.is_error
+
+
+class _Later:
+    """An awaitable that is not a coroutine, and suspends once before its result."""
+
+    def __await__(self) -> Generator[Any, None, dict[str, Any]]:
+        yield from anyio.lowlevel.checkpoint().__await__()
+        return {"prompts": [], "later": True}
+
+
+async def test_a_request_handler_returns_an_awaitable_ready_is_answered_inline(
+        anyio_backend: str) -> None:
+    """One handler shape: whatever awaitable a handler returns is awaited for the answer;
+    a ``Ready`` (the result already there) is answered without starting a task."""
+    import asyncio
+
+    def on_request(session: Session, event: RequestReceived) -> HandlerResult:
+        if event.method == "tools/list":
+            return Ready({"tools": [], "now": True})
+        return _Later()
+
+    ours, theirs = memory_pair()
+    server = Connection(Role.SERVER, info={"name": "s", "version": "0"},
+                        capabilities={"tools": {}, "prompts": {}})
+    session = Session(server, ours, on_request=on_request)
+    client = Connection(Role.CLIENT, info={"name": "c", "version": "0"})
+    created: list[str] = []
+    loop = asyncio.get_running_loop() if anyio_backend == "asyncio" else None
+    original = None if loop is None else loop.get_task_factory()
+
+    def counting(loop: asyncio.AbstractEventLoop, coro: Any, **kw: Any) -> Any:
+        created.append(getattr(coro, "__qualname__", repr(coro)))
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    async def answer_to(rid: RequestId) -> Any:
+        await theirs.send(client.data_to_send())
+        while True:
+            for event in client.receive_data(await theirs.receive()):
+                if isinstance(event, ResponseReceived) and event.id == rid:
+                    return event.result
+                if isinstance(event, SessionStarted):  # (initialize's answer)
+                    return event
+            await theirs.send(client.data_to_send())
+
+    with anyio.fail_after(LIMIT):
+        async with anyio.create_task_group() as tg:
+            await tg.start(session.run)
+            assert isinstance(await answer_to(client.start_handshake()), SessionStarted)
+            if loop is not None:
+                loop.set_task_factory(counting)
+            try:
+                listed = await answer_to(client.send_request("tools/list"))
+                assert listed == {"tools": [], "now": True}
+                assert not [n for n in created if "_run_handler" in n], created
+                later = await answer_to(client.send_request("prompts/list"))
+                assert later == {"prompts": [], "later": True}
+                if loop is not None:
+                    assert [n for n in created if "_run_handler" in n], created
+            finally:
+                if loop is not None:
+                    loop.set_task_factory(original)
+            await theirs.aclose()
+        await ours.aclose()

@@ -145,7 +145,7 @@ class RelayClient(Client):
         # (Client's answer to a server->client request; the handlers' checks and
         # rewrites are the proxy's client's to make, so the request goes on raw)
         if event.method in RELAYED and "task" not in event.params:
-            return self.relay(event.method, event.params)  # type: ignore[return-value]
+            return self.relay(event.method, event.params)
         return super()._answer(session, event)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..protocol.connection import NotificationReceived, RequestReceived
 from ..protocol.errors import MethodNotFound
 from ..protocol.tasks import client_accepts
-from ..session import HandlerResult, Session
+from ..session import HandlerResult, Ready, Session
 from .handlers import Handlers, LogHandler, NotificationHandler
 from .listen import Listens
 from .results import OutputSchemas
@@ -48,7 +48,7 @@ class Inbox:
         answer = self.handlers.answer(method, params)
         if answer is not None and "task" in params and client_accepts(
                 session.conn.capabilities, method):
-            return self.task_host.start(session, method, params, answer)
+            return Ready(self.task_host.start(session, method, params, answer))
         if answer is None:
             raise MethodNotFound(
                 f"Method not found: this client does not handle '{event.method}'.")

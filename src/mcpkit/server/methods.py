@@ -1,8 +1,9 @@
 """The MCP methods a server answers: method name -> a function of (session, request).
 
-A function returns the result at once when no user code has to run (listings, lookups,
-argument errors: answered inline, no task) or a coroutine when it does (the session runs
-it in a task of its own, so a cancellation stops exactly that request). Requests the
+A function returns an awaitable of the result: ``Ready`` (the result now) when no user
+code has to wait (listings, lookups, argument errors, tools that never wait: answered
+inline, no task), a coroutine when it may (the session runs it in a task of its own, so a
+cancellation stops exactly that request). Requests the
 protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
 ``server/discover``) never get here.
 """
@@ -16,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from ..protocol.connection import NotificationReceived, RequestReceived
 from ..protocol.errors import InvalidParams, MethodNotFound, ResourceNotFound
 from ..protocol.versions import LATEST_STATEFUL
-from ..session import HandlerResult, Session
+from ..session import HandlerResult, Ready, Session
 from .context import Context
 from .middleware import (
     Middleware,
@@ -114,15 +115,16 @@ class Methods:
 
     # ------------------------------------------------------------------ tools
 
-    def _tools_list(self, session: Session, event: RequestReceived) -> JSON:
+    def _tools_list(self, session: Session, event: RequestReceived) -> HandlerResult:
         rev = event.revision
         newest = event.stateless is None and rev is not None and rev.version == LATEST_STATEFUL
-        return self._registry.tools_page(event.params, cached=newest)
+        return Ready(self._registry.tools_page(event.params, cached=newest))
 
-    def _tools_list_unserialized(self, session: Session, event: RequestReceived) -> JSON:
+    def _tools_list_unserialized(self, session: Session, event: RequestReceived
+                                 ) -> HandlerResult:
         """``tools/list`` with ``tools`` a list (what middleware read), never the serialized
         pages the plain path serves the newest stateful revision from."""
-        return self._registry.tools_page(event.params, cached=False)
+        return Ready(self._registry.tools_page(event.params, cached=False))
 
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
         # The hot path: every lookup written out, no extra calls.
@@ -167,23 +169,23 @@ class Methods:
         )
 
     def _refuse_arguments(self, session: Session, event: RequestReceived,
-                          invalid: JSON) -> JSON:
+                          invalid: JSON) -> HandlerResult:
         """Arguments that fail the schema: the ``isError`` result ``invalid`` from
         2025-11-25 on, ``InvalidParams`` (raised) before."""
         rev = event.revision
         if rev is not None and not rev.has("tool_input_errors"):
             raise InvalidParams(invalid["content"][0]["text"])
-        return invalid
+        return Ready(invalid)
 
     # ------------------------------------------------------------------ resources
 
-    def _resources_list(self, session: Session, event: RequestReceived) -> JSON:
+    def _resources_list(self, session: Session, event: RequestReceived) -> HandlerResult:
         items = [r.definition() for r in self._registry.resources.values()]
-        return self._registry.page(event.params, items, "resources")
+        return Ready(self._registry.page(event.params, items, "resources"))
 
-    def _templates_list(self, session: Session, event: RequestReceived) -> JSON:
+    def _templates_list(self, session: Session, event: RequestReceived) -> HandlerResult:
         items = [t.definition() for t in self._registry.templates.values()]
-        return self._registry.page(event.params, items, "resourceTemplates")
+        return Ready(self._registry.page(event.params, items, "resourceTemplates"))
 
     def _resources_read(self, session: Session, event: RequestReceived) -> HandlerResult:
         uri = check_uri(event.params.get("uri"))
@@ -201,13 +203,13 @@ class Methods:
             {"uri": uri},
         )
 
-    def _subscribe(self, session: Session, event: RequestReceived) -> JSON:
+    def _subscribe(self, session: Session, event: RequestReceived) -> HandlerResult:
         self._peers.subscribe(session, check_uri(event.params.get("uri")))
-        return {}
+        return Ready({})
 
-    def _unsubscribe(self, session: Session, event: RequestReceived) -> JSON:
+    def _unsubscribe(self, session: Session, event: RequestReceived) -> HandlerResult:
         self._peers.unsubscribe(session, check_uri(event.params.get("uri")))
-        return {}
+        return Ready({})
 
     def _listen(self, session: Session, event: RequestReceived) -> HandlerResult:
         """``subscriptions/listen`` (2026-07-28): acknowledge, then stream the change
@@ -235,9 +237,9 @@ class Methods:
 
     # ------------------------------------------------------------------ prompts
 
-    def _prompts_list(self, session: Session, event: RequestReceived) -> JSON:
+    def _prompts_list(self, session: Session, event: RequestReceived) -> HandlerResult:
         items = [p.definition() for p in self._registry.prompts.values()]
-        return self._registry.page(event.params, items, "prompts")
+        return Ready(self._registry.page(event.params, items, "prompts"))
 
     def _prompts_get(self, session: Session, event: RequestReceived) -> HandlerResult:
         name = _name(event)
@@ -285,7 +287,7 @@ class Methods:
         assert isinstance(key, str)
         found = registry.completers.get((kind, key, arg_name))
         if found is None:
-            return {"completion": {"values": [], "total": 0, "hasMore": False}}
+            return Ready({"completion": {"values": [], "total": 0, "hasMore": False}})
         completer, context_param = found
         context = params.get("context")
         ctx_args = context.get("arguments") if isinstance(context, dict) else None

@@ -34,7 +34,7 @@ return the result answers ``None``, refused here with a ``TypeError`` naming the
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from typing import TYPE_CHECKING, Any, Final
 
 from ..protocol.connection import NotificationReceived, RequestReceived
@@ -229,16 +229,12 @@ RequestFn = Callable[[Session, RequestReceived], HandlerResult]
 
 
 def terminal_of(handler: RequestFn) -> CallNext:
-    """A table handler as the innermost link: its result now, or awaited."""
+    """A table handler as the innermost link: its awaitable, awaited."""
 
     async def terminal(request: Request) -> JSONObject:
         event = request.event
         assert isinstance(event, RequestReceived)
-        outcome = handler(request.session, event)
-        if type(outcome) is dict:
-            return outcome
-        assert isinstance(outcome, Coroutine)
-        return await outcome
+        return await handler(request.session, event)
 
     return terminal
 
@@ -247,6 +243,6 @@ def entry(server: Server, chain: CallNext) -> RequestFn:
     """A handler-table entry that runs ``chain`` (in the request's task)."""
 
     def run(session: Session, event: RequestReceived) -> HandlerResult:
-        return chain(Request(server, session, event))  # type: ignore[return-value]
+        return chain(Request(server, session, event))
 
     return run

@@ -40,6 +40,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ..session import HandlerResult
 from .context import Context
 from .prompts import Prompt
 from .registry import Completer, CompletionKey, Registry
@@ -66,7 +67,7 @@ class MountedTool(Tool):
     home: Server
     source: Any  # the child's object this copies
 
-    def call(self, arguments: JSON, ctx: Context) -> Any:
+    def call(self, arguments: JSON, ctx: Context) -> HandlerResult:
         ctx.server = self.home
         return Tool.call(self, arguments, ctx)
 

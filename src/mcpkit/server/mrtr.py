@@ -20,7 +20,6 @@ sealed), else a random one made on first use.
 from __future__ import annotations
 
 import logging
-from collections.abc import Coroutine
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import RequestReceived
@@ -28,7 +27,7 @@ from ..protocol.errors import InvalidParams
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.nesting import TOO_DEEP, too_deep
 from ..protocol.stateless import open_state, seal_state
-from ..session import HandlerResult, Principal
+from ..session import HandlerResult, Principal, Ready
 
 log = logging.getLogger("mcpkit.server")
 
@@ -144,18 +143,19 @@ class StateSeal:
             answers.update(responses)
         return answers
 
-    def run(self, event: RequestReceived, ctx: Context,
-            work: JSONObject | Coroutine[Any, Any, JSONObject]) -> HandlerResult:
+    def run(self, event: RequestReceived, ctx: Context, work: HandlerResult
+            ) -> HandlerResult:
         """``work`` as the request's handler: as is on a stateful session, or when it is
-        already an answer (a handler that could not wait could not ask for input either);
-        for a stateless request, with ``InputRequired`` turned into the ``input_required``
+        ``Ready`` (its answer is there: a handler that could not wait could not ask for
+        input either, and it stays the awaitable the session answers inline); for a
+        stateless request, with ``InputRequired`` turned into the ``input_required``
         answer."""
-        if event.stateless is None or isinstance(work, dict):
+        if event.stateless is None or type(work) is Ready:
             return work
         return self._ask_or_answer(event, ctx, work)
 
     async def _ask_or_answer(self, event: RequestReceived, ctx: Context,
-                             work: Coroutine[Any, Any, JSONObject]) -> JSONObject:
+                             work: HandlerResult) -> JSONObject:
         try:
             return await work
         except InputRequired as need:

@@ -24,8 +24,7 @@ from __future__ import annotations
 
 import logging
 import weakref
-from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -41,7 +40,7 @@ from ..protocol.tasks import (
     extension_required,
     requested_ttl,
 )
-from ..session import HandlerResult, Session
+from ..session import HandlerResult, Ready, Session
 from .context import Context
 from .task_runs import TaskManager, TaskRun, detach
 from .tools import Tool, error_result
@@ -132,10 +131,10 @@ class TaskCalls:
         owner = owner_of(session, event)
         quota = quota_of(event, owner)
         if self.manager.full(quota):
-            return error_result(
+            return Ready(error_result(
                 f"Too many tasks are running for this caller (the limit is "
                 f"{self.manager.max_live}); wait for some to finish or cancel them with "
-                "tasks/cancel, then call again.")
+                "tasks/cancel, then call again."))
         token = ctx.progress_token if form is CORE else None
         if tool.task_start == "explicit":
             return self._seal.run(event, ctx, self._explicit(session, tool, arguments, ctx,
@@ -143,7 +142,7 @@ class TaskCalls:
         run = self.manager.create_now(owner, form, "tools/call", ttl,
                                       _notified(session, form), token, quota)
         if run is not None:  # answered inline: no task of its own for the request
-            return self._begin(run, tool, arguments, ctx)
+            return Ready(self._begin(run, tool, arguments, ctx))
         return self._eager(session, tool, arguments, ctx, form, (owner, quota), ttl, token)
 
     async def _eager(self, session: Session, tool: Tool, arguments: JSONObject, ctx: Context,
@@ -186,12 +185,12 @@ class TaskCalls:
             raise
         return answer.get()
 
-    async def _run(self, ctx: Context, work: JSONObject | Coroutine[Any, Any, JSONObject],
+    async def _run(self, ctx: Context, work: HandlerResult,
                    answer: _Answer | None = None) -> None:
         """The handler, and how it ends: the status of its task (``ctx.task``), or, while
         no task was started (``task_start="explicit"``), the request's ``answer``."""
         try:
-            result = work if isinstance(work, dict) else await work
+            result = await work
         except BaseException as exc:
             if ctx.task is not None:
                 await self._end(ctx.task, None, exc)

@@ -38,7 +38,7 @@ from ..protocol.tasks import (
     unknown_task,
     with_related,
 )
-from ..session import HandlerResult, Session
+from ..session import HandlerResult, Ready, Session
 from ..storage.tasks import TaskRecord, decode_cursor, encode_cursor
 from .mrtr import check_depth
 from .task_calls import owner_of
@@ -120,7 +120,7 @@ class TaskMethods:
         form = self._form(event)
         found = self._now(session, event, form)
         if found is not None:
-            return self._view(form, *found)
+            return Ready(self._view(form, *found))
         return self._get(session, event, form)
 
     async def _get(self, session: Session, event: RequestReceived, form: WireForm
@@ -140,7 +140,7 @@ class TaskMethods:
         form = self._form(event)
         found = self._now(session, event, form)
         if found is not None and is_terminal(found[1].status):
-            return _payload(found[1])
+            return Ready(_payload(found[1]))
         return self._result(session, event, form)
 
     async def _result(self, session: Session, event: RequestReceived, form: WireForm

@@ -12,7 +12,7 @@ from __future__ import annotations
 import inspect
 import logging
 import re
-from collections.abc import Callable, Coroutine, Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from ..protocol.errors import (
@@ -24,6 +24,7 @@ from ..protocol.errors import (
 )
 from ..protocol.scopes import check_scopes
 from ..protocol.tasks import TASK_SUPPORT, TaskSupport
+from ..session import HandlerResult, Ready
 from . import declared
 from .arg_errors import (
     Problem,
@@ -155,14 +156,15 @@ class Tool:
         problems = schema_problems(self.input_schema, self.validator.iter_errors(arguments))
         return error_result(invalid_arguments_text(self.name, problems, self.input_schema))
 
-    def call(self, arguments: JSON, ctx: Context) -> JSON | Coroutine[Any, Any, JSON]:
-        """Run the tool on validated ``arguments``: a ``CallToolResult`` now when its
-        function cannot wait (``HandlerSpec.never_waits``: answered without a task),
-        otherwise a coroutine that produces it."""
+    def call(self, arguments: JSON, ctx: Context) -> HandlerResult:
+        """Run the tool on validated ``arguments``: an awaitable of its
+        ``CallToolResult``, ``Ready`` when its function cannot wait
+        (``HandlerSpec.never_waits``: run now, answered without a task), otherwise a
+        coroutine that produces it."""
         try:
             kwargs = self.signature.convert(arguments)
         except ConversionFailed as exc:
-            return self._unconvertible(exc)
+            return Ready(self._unconvertible(exc))
         if not self.spec.never_waits:
             return self._call(kwargs, ctx)
         try:
@@ -170,8 +172,8 @@ class Tool:
         except (InputRequired, ProtocolError):
             raise  # MRTR input request / a protocol error such as -32021: not tool failures
         except Exception as exc:
-            return self._failure(exc)
-        return self.build_result(value)
+            return Ready(self._failure(exc))
+        return Ready(self.build_result(value))
 
     async def _call(self, kwargs: dict[str, Any], ctx: Context) -> JSON:
         try:

@@ -2,7 +2,8 @@
 
 ``dispatch.Session`` turns the connection's events into handler calls and answers;
 ``pump.BytePump`` moves bytes between a ``ByteStream`` (stdio, memory) and a session;
-``interfaces`` declares the handler shapes and the ``Output`` a transport implements.
+``interfaces`` declares the handler shape (an awaitable; ``Ready``: a result now) and the
+``Output`` a transport implements.
 HTTP transports give a session their own ``Output`` and feed it decoded messages.
 ``telemetry.Telemetry``: OpenTelemetry spans and metrics of the messages (optional).
 """
@@ -16,6 +17,7 @@ from .interfaces import (
     Output,
     Principal,
     ProgressCallback,
+    Ready,
     RequestHandler,
     SessionNotificationHandler,
 )
@@ -33,6 +35,7 @@ __all__ = [
     "Output",
     "Principal",
     "ProgressCallback",
+    "Ready",
     "RemoteError",
     "RequestHandler",
     "Session",

@@ -4,10 +4,11 @@
 sockets: a transport feeds it what the peer sent (``receive_data``: newline-framed bytes;
 ``receive_message``: one decoded message) and is told through its ``Output`` when there
 are messages to send (``BytePump`` for stdio and memory; response streams for an HTTP
-server, ``transports.http_streams``; a POST each for an HTTP client). Methods answered by
-the core or a synchronous handler are answered inline; only handlers that may wait run
-in a task of their own (asyncio's, or a task-group child), so a cancellation stops
-exactly that request. When the session ends (``end``/``close``) every pending outbound
+server, ``transports.http_streams``; a POST each for an HTTP client). A handler returns
+an awaitable of its result; methods answered by the core, and handlers whose awaitable is
+a ``Ready`` (the result already there), are answered inline; any other awaitable runs in
+a task of its own (asyncio's, or a task-group child), so a cancellation stops exactly
+that request. When the session ends (``end``/``close``) every pending outbound
 request fails with ``ConnectionClosed`` and every running handler is cancelled; a
 transport that cannot carry one request fails just that one (``fail_request``).
 """
@@ -19,6 +20,7 @@ import inspect
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Coroutine
+from types import CoroutineType
 from typing import TYPE_CHECKING, Any
 
 import anyio
@@ -53,6 +55,7 @@ from .interfaces import (
     ENDLESS_METHODS,
     Output,
     ProgressCallback,
+    Ready,
     RequestHandler,
     SessionNotificationHandler,
 )
@@ -97,7 +100,7 @@ class Session:
         self._on_notification = on_notification
         self._on_event = on_event
         self._handles: dict[RequestId, Any] = {}  # inbound id -> task or cancel scope
-        self._coros: dict[RequestId, Coroutine[Any, Any, JSONObject]] = {}
+        self._coros: dict[RequestId, Awaitable[JSONObject]] = {}  # the handlers' awaitables
         self._endless: set[RequestId] = set()  # running requests of ENDLESS_METHODS
         self._feeding = False  # inside _feed: the output is woken once, at its end
         self._new_task: Callable[[Coroutine[Any, Any, None]], Any] | None = None
@@ -302,9 +305,10 @@ class Session:
 
     def _cancel(self, rid: RequestId, handle: Any) -> None:
         handle.cancel()
-        coro = self._coros.pop(rid, None)
-        if coro is not None and inspect.getcoroutinestate(coro) == inspect.CORO_CREATED:
-            coro.close()  # never started: close it so it is not reported as un-awaited
+        work = self._coros.pop(rid, None)
+        if isinstance(work, CoroutineType) and inspect.getcoroutinestate(
+                work) == inspect.CORO_CREATED:
+            work.close()  # never started: close it so it is not reported as un-awaited
 
     async def cancel_handlers(self) -> None:
         """Cancel every running handler and helper task and wait until they ended."""
@@ -374,34 +378,33 @@ class Session:
             log.exception("handler for %r failed", event.method)
             conn.send_error(event.id, _internal(event.method))
             return
-        if type(outcome) is dict:
-            conn.send_result(event.id, outcome)
+        if type(outcome) is Ready:  # the result is there: answered now, no task started
+            conn.send_result(event.id, outcome.value)
             return
-        assert not isinstance(outcome, dict)
         self._spawn_request(event, outcome)
 
-    def _spawn_request(self, event: RequestReceived, coro: Coroutine[Any, Any, JSONObject]) -> None:
+    def _spawn_request(self, event: RequestReceived, work: Awaitable[JSONObject]) -> None:
         new_task = self._new_task
         if new_task is not None:
-            task = new_task(self._run_handler(event, coro, None))
+            task = new_task(self._run_handler(event, work, None))
             if task.done():  # answered before its first wait (an eager start): no task left
                 return
             self._handles[event.id] = task
-            self._coros[event.id] = coro
+            self._coros[event.id] = work
             self._track(task)
         else:
             scope = anyio.CancelScope()
             self._handles[event.id] = scope
-            self._coros[event.id] = coro
+            self._coros[event.id] = work
             assert self._tg is not None
-            self._tg.start_soon(self._run_handler, event, coro, scope)
+            self._tg.start_soon(self._run_handler, event, work, scope)
         if event.method in ENDLESS_METHODS:
             self._endless.add(event.id)
 
     async def _run_handler(
         self,
         event: RequestReceived,
-        coro: Coroutine[Any, Any, JSONObject],
+        work: Awaitable[JSONObject],
         scope: anyio.CancelScope | None,
     ) -> None:
         rid = event.id
@@ -409,11 +412,11 @@ class Session:
         try:
             if scope is not None:
                 with scope:
-                    result = await coro
+                    result = await work
                 if scope.cancelled_caught:
                     return
             else:
-                result = await coro
+                result = await work
         except ProtocolError as exc:
             conn.send_error(rid, exc)
         except Exception:
@@ -425,7 +428,8 @@ class Session:
             if scope is None or not scope.cancel_called:
                 self._handles.pop(rid, None)
             self._coros.pop(rid, None)
-            coro.close()
+            if isinstance(work, CoroutineType):
+                work.close()
             if self._endless:
                 self._endless.discard(rid)
             if not self._feeding:  # (while feeding, _feed wakes the output once at its end)

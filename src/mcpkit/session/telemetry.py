@@ -152,8 +152,7 @@ class Telemetry:
         rev = event.revision
 
         async def run() -> JSONObject:
-            outcome = answer(session, event)
-            return outcome if type(outcome) is dict else await outcome  # type: ignore[misc]
+            return await answer(session, event)
 
         result: JSONObject = await self.incoming(
             event.method, event.params, event.id, session.session_id,
