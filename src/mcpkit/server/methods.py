@@ -106,6 +106,15 @@ class Methods:
         if inspect.isawaitable(outcome):
             await outcome
 
+    def _sealed(self, event: RequestReceived, ctx: Context, work: HandlerResult
+                ) -> HandlerResult:
+        """``work`` as the request's handler: as is on a stateful session (MRTR input
+        requests are a 2026-07-28 mechanism, so a stateful request never enters mrtr.py),
+        otherwise through ``StateSeal.run``."""
+        if event.stateless is None:
+            return work
+        return self._seal.run(event, ctx, work)
+
     def _context(self, session: Session, event: RequestReceived) -> Context:
         """The handler's ``Context``; a stateless request's carries its MRTR answers."""
         if event.stateless is None:
@@ -143,7 +152,7 @@ class Methods:
         ctx = self._context(session, event)
         if tool.task is not None or "task" in event.params:  # task_calls.py decides
             return self._task_calls.call(session, event, tool, arguments, ctx)
-        return self._seal.run(event, ctx, tool.call(arguments, ctx))
+        return self._sealed(event, ctx, tool.call(arguments, ctx))
 
     def use_middleware(self, middleware: list[Middleware]) -> None:
         """Put the chain of ``middleware`` in place of each handler it hooks (see
@@ -192,11 +201,11 @@ class Methods:
         ctx = self._context(session, event)
         resource = self._registry.resources.get(uri)
         if resource is not None:
-            return self._seal.run(event, ctx, _read_static(resource, ctx))
+            return self._sealed(event, ctx, _read_static(resource, ctx))
         for template in self._registry.templates.values():
             values = template.match(uri)
             if values is not None:
-                return self._seal.run(event, ctx, _read_template(template, uri, values, ctx))
+                return self._sealed(event, ctx, _read_template(template, uri, values, ctx))
         raise ResourceNotFound(
             f"Resource not found: {uri[:200]}. Call resources/list and "
             "resources/templates/list to see what this server offers.",
@@ -249,7 +258,7 @@ class Methods:
                                 f"{_names(self._registry.prompts)}.")
         args = prompt.check(event.params.get("arguments"))
         ctx = self._context(session, event)
-        return self._seal.run(event, ctx, prompt.render(args, ctx))
+        return self._sealed(event, ctx, prompt.render(args, ctx))
 
     # ------------------------------------------------------------------ completions
 
