@@ -31,7 +31,7 @@ import pytest
 
 from mcpkit import Server
 from mcpkit.auth import AccessToken, Auth, JWTVerifier, ProtectedResource
-from mcpkit.auth.claims import Audience
+from mcpkit.auth.server.claims import Audience
 from mcpkit.check import Target, run_check
 from mcpkit.check.authprobe import (
     AuthFacts,

@@ -55,6 +55,14 @@ FLOORS: dict[str, int] = {
 }
 """Top-level component of ``mcpkit`` -> floor."""
 
+APART: dict[str, tuple[str, ...]] = {
+    "mcpkit.auth.client": ("mcpkit.auth.server",),
+    "mcpkit.auth.server": ("mcpkit.auth.client",),
+}
+"""Sub-packages of one component that must not import the packages named (nor their
+modules): the OAuth client and the resource server share only ``auth/urls.py`` and
+``auth/addresses.py``."""
+
 PROTOCOL_THIRD_PARTY_ALLOWED = frozenset({"orjson"})
 """Besides the standard library and itself, all that ``mcpkit.protocol`` may import."""
 
@@ -140,6 +148,17 @@ def _known_submodule(module: str, src: Path) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+def _apart_package(module: str) -> str | None:
+    """The sub-package of :data:`APART` that ``module`` is (or is inside), else None."""
+    return next((pkg for pkg in APART if module == pkg or module.startswith(pkg + ".")), None)
+
+
+def _apart(module: str) -> tuple[str, ...]:
+    """The packages ``module`` must not import (:data:`APART`)."""
+    pkg = _apart_package(module)
+    return APART[pkg] if pkg else ()
+
+
 def check_file(path: Path, src: Path) -> list[str]:
     """Layer-rule violations of one source file, as ``path:line: message`` strings."""
     importer = module_name(path, src)
@@ -197,6 +216,13 @@ def check_file(path: Path, src: Path) -> list[str]:
                 report(imp.line, f"{importer} imports {imp.module}, which belongs to no floor")
             continue
         if target == own:
+            for forbidden in _apart(importer):
+                if imp.module == forbidden or imp.module.startswith(forbidden + "."):
+                    report(
+                        imp.line,
+                        f"{importer} imports from {forbidden}: {_apart_package(importer)} "
+                        f"and {forbidden} are kept apart (APART in tests/test_layers.py)",
+                    )
             continue
         floor = FLOORS[target]
         if floor > own_floor:
@@ -449,6 +475,30 @@ def test_sibling_imports_reported(fake_src: Path, rel: str, code: str, target: s
     assert problem.startswith(f"src/{rel}:1: ")
     assert f"imports mcpkit.{target}: " in problem
     assert "must not import each other" in problem
+
+
+@pytest.mark.parametrize(
+    ("rel", "code", "bad"),
+    [
+        ("mcpkit/auth/client/oauth.py", "from ..server.jwt import JWTVerifier\n", True),
+        ("mcpkit/auth/client/oauth.py", "def f():\n    import mcpkit.auth.server\n", True),
+        ("mcpkit/auth/server/jwks.py", "from ..client import steps\n", True),
+        ("mcpkit/auth/server/jwks.py", "from ..addresses import classify_host\n", False),
+        ("mcpkit/auth/client/oauth.py", "from ..urls import origin_of\nfrom . import steps\n",
+         False),
+        ("mcpkit/auth/__init__.py", "from .client.oauth import OAuth\n"
+         "from .server.jwt import JWTVerifier\n", False),
+    ],
+)
+def test_apart_sub_packages(fake_src: Path, rel: str, code: str, bad: bool) -> None:
+    _write(fake_src, rel, code)
+    problems = check_tree(fake_src)
+    if not bad:
+        assert problems == []
+        return
+    (problem,) = problems
+    assert problem.startswith(f"src/{rel}:")
+    assert "are kept apart" in problem
 
 
 def test_imports_inside_functions_and_type_checking_count(fake_src: Path) -> None:
