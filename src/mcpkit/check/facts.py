@@ -75,6 +75,14 @@ class Facts:
     versions_echoed: dict[str, str | None] = field(default_factory=dict)
     auth: AuthFacts | None = None  # the authorization probes, shared by both eras
 
+    def blame(self, msg: Any) -> None:
+        """Mark the received message ``msg`` (that very object) as failed by a rule, so
+        that ``WIRE.schema`` does not report it again: one defect, one finding, under its
+        most specific rule."""
+        for rec in self.log.received:
+            if rec.msg is msg:
+                rec.blamed = True
+
     def blame_answers(self, method: str) -> None:
         """Mark every result answering ``method`` as failed by a specific rule: a defect in
         a listing recurs in every listing (tools/list is listed twice), so ``WIRE.schema``

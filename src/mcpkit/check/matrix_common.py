@@ -1,27 +1,21 @@
 """What every judge of a compliance-matrix row is: a function from the probes' facts to a
-verdict, a message and the evidence, and the two helpers all of them use.
+verdict, a message and the evidence, and :func:`na`, the verdict of a row that does not
+apply.
 
-A message a row fails is marked blamed (:func:`blame`) so that ``WIRE.schema`` does not
-report it again: one defect, one finding, under its most specific rule.
+A message a row fails is marked blamed (:meth:`~mcpkit.check.facts.Facts.blame`) so that
+``WIRE.schema`` does not report it again: one defect, one finding, under its most specific
+rule.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from .facts import Facts
 from .model import Verdict
 
 Judgement = tuple[Verdict, str, str]  # verdict, message, evidence
 Judge = Callable[[Facts], Judgement]
-
-
-def blame(facts: Facts, msg: Any) -> None:
-    """Mark the received message ``msg`` (that very object) as failed by a row."""
-    for rec in facts.log.received:
-        if rec.msg is msg:
-            rec.blamed = True
 
 
 def na(message: str) -> Judgement:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .facts import Facts
-from .matrix_common import Judge, Judgement, blame, na
+from .matrix_common import Judge, Judgement, na
 from .stateful import LATEST
 from .wire import Reply, dump
 
@@ -95,7 +95,7 @@ def _replies_rows(
             return na(f"No {noun} result to judge.")
         for r in rs:
             if not isinstance(r.result.get(key), list):
-                blame(facts, r.msg)
+                facts.blame(r.msg)
                 return ("fail", f"A {noun} result has no {key} array.", r.evidence)
         return ("pass", f"{len(rs)} {noun} result(s) carry {key}.", rs[0].evidence)
 
@@ -108,7 +108,7 @@ def _replies_rows(
         for r, e in entries:
             problem = item_ok(e, facts)
             if problem:
-                blame(facts, r.msg)
+                facts.blame(r.msg)
                 return ("fail", f"{noun}: {problem}", r.evidence)
         return ("pass", f"{len(entries)} {key} item(s) well formed.", "")
 
@@ -186,7 +186,7 @@ def M068(facts: Facts) -> Judgement:
         return na("No tools/call result to judge (see --call-tools).")
     for r in rs:
         if not isinstance(r.result.get("content"), list):
-            blame(facts, r.msg)
+            facts.blame(r.msg)
             return ("fail", "A tools/call result has no content array.", r.evidence)
         if not isinstance(r.result.get("isError"), bool):
             return ("fail", "A tools/call result has no isError flag; send isError: false on "
@@ -203,7 +203,7 @@ def M069(facts: Facts) -> Judgement:
         return na("No tool result content to judge.")
     for r, b in blocks:
         if not isinstance(b, dict) or b.get("type") not in allowed:
-            blame(facts, r.msg)
+            facts.blame(r.msg)
             return ("fail", f"Content block type {dump(b)[:100]} is not one of {sorted(allowed)}.",
                     r.evidence)
     return ("pass", f"{len(blocks)} content block(s) of known types.", "")

@@ -11,7 +11,7 @@ sent only if the server accepts it), and what the server sent before
 from __future__ import annotations
 
 from .facts import Facts
-from .matrix_common import Judge, Judgement, blame, na
+from .matrix_common import Judge, Judgement, na
 from .schemas import REVISIONS
 from .stateful import BATCH_REVISION, LATEST, NEGOTIATE, UNKNOWN_VERSION
 from .wire import dump
@@ -43,7 +43,7 @@ def M042(facts: Facts) -> Judgement:
                                        and isinstance(info.get("version"), str)):
         missing.append("serverInfo.name/version")
     if missing:
-        blame(facts, reply.msg if reply else None)
+        facts.blame(reply.msg if reply else None)
         return ("fail", f"The initialize result lacks {', '.join(missing)}.", reply.evidence
                 if reply else "")
     return ("pass", "The initialize result has protocolVersion, capabilities and serverInfo.",

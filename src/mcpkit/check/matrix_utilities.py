@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from .facts import Facts
-from .matrix_common import Judge, Judgement, blame, na
+from .matrix_common import Judge, Judgement, na
 from .wire import dump
 
 
@@ -154,7 +154,7 @@ def M089(facts: Facts) -> Judgement:
         comp = r.result.get("completion") if isinstance(r.result, dict) else None
         if not isinstance(comp, dict) or not isinstance(comp.get("values"), list):
             if r.result is not None:
-                blame(facts, r.msg)
+                facts.blame(r.msg)
             return ("fail", "completion/complete did not return completion.values.", r.evidence)
     return ("pass", "completion/complete returned completion.values.",
             facts.completions[0].evidence)
