@@ -286,6 +286,13 @@ def runtime_imports(path: Path, src: Path, modules: set[str], deferred: bool = F
     def add(module: str, line: int) -> None:
         if module in modules and module != importer:
             found[module] = min(line, found.get(module, line))
+        # The packages above ``module`` run their __init__ first, unless the importer is
+        # inside them (then they are already running).
+        parts = module.split(".")
+        for end in range(2, len(parts)):
+            package = ".".join(parts[:end])
+            if package in modules and not (importer + ".").startswith(package + "."):
+                found[package] = min(line, found.get(package, line))
 
     for node in _load_time_nodes(tree, deferred):
         if isinstance(node, ast.Import):
@@ -378,7 +385,10 @@ def test_no_runtime_import_cycle() -> None:
       instead when that is a submodule;
     * ``from . import x`` (``x`` a submodule) leads to that submodule only.
 
-    Parent packages are not edges, though Python imports them first. A package whose
+    A package above the imported module (below ``mcpkit``) is an edge too, since Python
+    runs its ``__init__`` first (``mcpkit.check.taskjudge`` importing
+    ``mcpkit.check.matrix.common`` runs ``mcpkit/check/matrix/__init__.py``, and whatever
+    that imports), unless the importer is inside that package. A package whose
     ``__init__`` re-exports its submodules (``from .app import Server``, ``from . import
     types``) is still running when those submodules load and import their siblings; that
     is the normal order of a package, not a circle. So ``from . import x`` inside a
@@ -665,6 +675,35 @@ def test_package_reexporting_its_submodules(tmp_path: Path, x_code: str, circle:
     }
     expected = [["mcpkit.pkg", "mcpkit.pkg.x", "mcpkit.pkg"]] if circle else []
     assert import_cycles(graph) == expected
+
+
+@pytest.mark.parametrize(
+    ("importer", "code", "circle"),
+    [
+        # outside the package: importing a submodule runs the package's __init__ first
+        ("mcpkit/other.py", "from mcpkit.pkg.y import Y\n", True),
+        ("mcpkit/other.py", "from .pkg import y\n", True),
+        ("mcpkit/other.py", "import mcpkit.pkg.y\n", True),
+        ("mcpkit/other.py", "def f():\n    from .pkg.y import Y\n", False),
+        # inside it: the __init__ is already running
+        ("mcpkit/pkg/z.py", "from .y import Y\n", False),
+    ],
+)
+def test_a_submodule_import_runs_its_package_first(
+    tmp_path: Path, importer: str, code: str, circle: bool
+) -> None:
+    src = tmp_path / "src"
+    _write(src, "mcpkit/__init__.py", "")
+    _write(src, "mcpkit/pkg/__init__.py", "from .x import X\n")
+    _write(src, "mcpkit/pkg/x.py", "from mcpkit.other import O\nX = 1\n")
+    _write(src, "mcpkit/pkg/y.py", "Y = 1\n")
+    _write(src, "mcpkit/pkg/z.py", "")
+    _write(src, importer, code + ("O = 1\n" if importer == "mcpkit/other.py" else ""))
+    if importer != "mcpkit/other.py":
+        _write(src, "mcpkit/other.py", "O = 1\n")
+    assert bool(import_cycles(import_graph(src))) is circle
+    assert bool(import_cycles(import_graph(src, deferred=True))) is (
+        circle or "def f" in code)
 
 
 MAX_MODULE_LINES = 600
