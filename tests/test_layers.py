@@ -58,10 +58,13 @@ FLOORS: dict[str, int] = {
 APART: dict[str, tuple[str, ...]] = {
     "mcpkit.auth.client": ("mcpkit.auth.server",),
     "mcpkit.auth.server": ("mcpkit.auth.client",),
+    "mcpkit.check.wire": ("mcpkit.check.matrix", "mcpkit.check.lint", "mcpkit.check.sec"),
+    "mcpkit.check.lint": ("mcpkit.check.matrix", "mcpkit.check.sec"),
 }
 """Sub-packages of one component that must not import the packages named (nor their
 modules): the OAuth client and the resource server share only ``auth/urls.py`` and
-``auth/addresses.py``."""
+``auth/addresses.py``; the checker's channels know none of its judges, and the design
+lint neither the matrix nor the security lint built on it."""
 
 PROTOCOL_THIRD_PARTY_ALLOWED = frozenset({"orjson"})
 """Besides the standard library and itself, all that ``mcpkit.protocol`` may import."""

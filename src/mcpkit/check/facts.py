@@ -1,7 +1,7 @@
 """What probing one era of a server observed, for the judges to rule on.
 
 Probes (``stateful.py``, ``stateless.py``, ``features.py``) fill a :class:`Facts`; judges
-(``matrix.py``, ``wirejudge.py``, ``lint.py``) read it. Keeping observation and judgement
+(``matrix/``, ``lint/``, ``sec/``) read it. Keeping observation and judgement
 apart lets one observation serve several rules and keeps each rule's logic in one place.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .authprobe import AuthFacts
-from .lint_input import ProvokedError, ToolCall
+from .lint.input import ProvokedError, ToolCall
 from .model import Era, Finding
 from .wire import Reply, WireLog
 

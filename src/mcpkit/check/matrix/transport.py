@@ -1,6 +1,6 @@
 """Judges of the matrix rows on transports: stdio framing (1.2.1),
 Streamable HTTP (1.2.2) and sessions (1.2.3); authorization (1.3) is
-:mod:`~mcpkit.check.matrix_auth`.
+:mod:`~mcpkit.check.matrix.auth`.
 
 Stdio rows read the lines the channel could not take as one message each
 (:attr:`~mcpkit.check.wire.WireLog.bad_lines`); HTTP rows read status codes, content types,
@@ -9,9 +9,9 @@ SSE event ids and session ids. A row of the other transport is n/a.
 
 from __future__ import annotations
 
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
-from .wire import dump
+from ..facts import Facts
+from ..wire import dump
+from .common import Judge, Judgement, na
 
 
 def M013(facts: Facts) -> Judgement:

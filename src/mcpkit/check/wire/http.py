@@ -16,9 +16,9 @@ import anyio
 import httpx
 import orjson
 
-from ..protocol.sse import SSEParser
-from .model import trim
-from .wire import MAX_LINE, Channel, HttpInfo, Reply, WireLog, dump, id_key
+from ...protocol.sse import SSEParser
+from ..model import trim
+from . import MAX_LINE, Channel, HttpInfo, Reply, WireLog, dump, id_key
 
 
 async def _read_capped(resp: httpx.Response) -> bytes:

@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .lint_common import shorten
+from ..lint.common import shorten
 
 MAX_DEPTH = 12
 """Nesting levels of a definition walked; deeper values are not scanned."""

@@ -4,8 +4,8 @@ everything that crossed it.
 The checker cannot use a well-behaved client: it must send malformed JSON, requests before
 ``initialize``, wrong headers, and it must see every byte the server answers with, however
 broken. So a channel speaks JSON-RPC by hand, over stdio
-(:class:`~mcpkit.check.wire_stdio.StdioChannel`) or Streamable HTTP
-(:class:`~mcpkit.check.wire_http.HttpChannel`). This module holds what both share: the
+(:class:`~mcpkit.check.wire.stdio.StdioChannel`) or Streamable HTTP
+(:class:`~mcpkit.check.wire.http.HttpChannel`). This module holds what both share: the
 :class:`Channel` interface (ids, the log, the answer to a server's request), a request's
 outcome (:class:`Reply`) and the :class:`WireLog`.
 
@@ -23,7 +23,7 @@ from typing import Any
 
 import orjson
 
-from .model import trim
+from ..model import trim
 
 CHECKER_INFO = {"name": "mcpkit-check", "version": "1"}
 MAX_RECORDED = 20_000

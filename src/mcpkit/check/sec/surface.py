@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..auth.urls import is_loopback_host
-from .lint_common import Outcome, name_list, quantity, shorten, to_json
-from .sec_common import SecInput, definition_texts, label, output_texts
+from ...auth.urls import is_loopback_host
+from ..lint.common import Outcome, name_list, quantity, shorten, to_json
+from .common import SecInput, definition_texts, label, output_texts
 
 _SECRETS: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("a private key", re.compile(

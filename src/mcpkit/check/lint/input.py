@@ -3,7 +3,7 @@
 The probes (:mod:`mcpkit.check.features`) fill these as they go, and
 :func:`mcpkit.check.lint.lint` reads them. They live apart from the rules so that observing a
 server does not depend on judging it. Every field holds the server's raw JSON, which may be
-garbage: the rules check each value's type before use (:mod:`mcpkit.check.lint_common`).
+garbage: the rules check each value's type before use (:mod:`mcpkit.check.lint.common`).
 """
 
 from __future__ import annotations

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
-from .wire import dump
+from ..facts import Facts
+from ..wire import dump
+from .common import Judge, Judgement, na
 
 
 def M079(facts: Facts) -> Judgement:

@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterator
 from typing import Any
 
-from .lint_common import (
+from .common import (
     EXAMPLE_MARKERS,
     Check,
     Outcome,
@@ -29,7 +29,7 @@ from .lint_common import (
     to_json,
     tool_views,
 )
-from .lint_input import LintInput
+from .input import LintInput
 
 MIN_DESCRIPTION = 40
 """A tool description shorter than this cannot say when to use the tool and what it returns."""

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from .facts import Facts
-from .model import Finding
-from .rules import finding
-from .schemas import REVISIONS, validate_message
-from .wire import Received, dump, id_key
+from ..facts import Facts
+from ..model import Finding
+from ..rules import finding
+from ..schemas import REVISIONS, validate_message
+from ..wire import Received, dump, id_key
 
 ENVELOPE_ROWS = ("M001", "M002", "M003", "M004", "M005", "M006", "M007", "M008", "M009", "M010")
 

@@ -12,10 +12,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
-from .stateful import LATEST
-from .wire import Reply, dump
+from ..facts import Facts
+from ..stateful import LATEST
+from ..wire import Reply, dump
+from .common import Judge, Judgement, na
 
 
 def _list_rows(method: str, key: str, fields: tuple[str, ...], noun: str) -> tuple[Judge, Judge]:

@@ -10,11 +10,11 @@ sent only if the server accepts it), and what the server sent before
 
 from __future__ import annotations
 
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
-from .schemas import REVISIONS
-from .stateful import BATCH_REVISION, LATEST, NEGOTIATE, UNKNOWN_VERSION
-from .wire import dump
+from ..facts import Facts
+from ..schemas import REVISIONS
+from ..stateful import BATCH_REVISION, LATEST, NEGOTIATE, UNKNOWN_VERSION
+from ..wire import dump
+from .common import Judge, Judgement, na
 
 
 def M011(facts: Facts) -> Judgement:

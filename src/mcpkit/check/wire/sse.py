@@ -24,9 +24,9 @@ import httpx
 import orjson
 from anyio.abc import TaskGroup
 
-from ..protocol.sse import SSEParser
-from .model import trim
-from .wire import Channel, HttpInfo, Reply, WireLog, dump, id_key
+from ...protocol.sse import SSEParser
+from ..model import trim
+from . import Channel, HttpInfo, Reply, WireLog, dump, id_key
 
 MAX_QUEUED = 1000
 """Messages buffered from the stream; past that the reader waits (the server is flooding)."""

@@ -16,27 +16,27 @@ a tool that is not an object, a name that is not a string or an ``inputSchema`` 
 list is skipped (other rules, ``WIRE.schema`` and ``M067``, blame those), never a crash.
 
 This module runs the rules; they live by subject, each documenting its heuristic:
-:mod:`~mcpkit.check.lint_names` (the listing), :mod:`~mcpkit.check.lint_texts`
-(descriptions, instructions), :mod:`~mcpkit.check.lint_params` (inputSchema),
-:mod:`~mcpkit.check.lint_contracts` (outputSchema, annotations) and
-:mod:`~mcpkit.check.lint_calls` (results and errors).
+:mod:`~mcpkit.check.lint.names` (the listing), :mod:`~mcpkit.check.lint.texts`
+(descriptions, instructions), :mod:`~mcpkit.check.lint.params` (inputSchema),
+:mod:`~mcpkit.check.lint.contracts` (outputSchema, annotations) and
+:mod:`~mcpkit.check.lint.calls` (results and errors).
 """
 
 from __future__ import annotations
 
-from . import lint_calls, lint_contracts, lint_names, lint_params, lint_texts
-from .lint_common import Check, rule_findings
-from .lint_input import LintInput, ProvokedError, ToolCall
-from .model import Era, Finding
+from ..model import Era, Finding
+from . import calls, contracts, names, params, texts
+from .common import Check, rule_findings
+from .input import LintInput, ProvokedError, ToolCall
 
 __all__ = ["LintInput", "ProvokedError", "ToolCall", "lint"]
 
 _CHECKS: dict[str, Check] = {
-    **lint_names.CHECKS,
-    **lint_texts.CHECKS,
-    **lint_params.CHECKS,
-    **lint_contracts.CHECKS,
-    **lint_calls.CHECKS,
+    **names.CHECKS,
+    **texts.CHECKS,
+    **params.CHECKS,
+    **contracts.CHECKS,
+    **calls.CHECKS,
 }
 """``LINT.*`` rule id -> its check, gathered from the rule modules."""
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from .lint_common import (
+from .common import (
     Check,
     Outcome,
     name_list,
@@ -22,7 +22,7 @@ from .lint_common import (
     to_json,
     tool_views,
 )
-from .lint_input import LintInput
+from .input import LintInput
 
 MAX_TOOLS = 15
 """More tools than this and tool selection becomes unreliable (design guide: 5-15 tools)."""

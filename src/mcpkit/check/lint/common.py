@@ -15,9 +15,9 @@ from typing import Any, TypeVar
 
 import orjson
 
-from .lint_input import LintInput
-from .model import Era, Finding, Verdict
-from .rules import RULES, finding
+from ..model import Era, Finding, Verdict
+from ..rules import RULES, finding
+from .input import LintInput
 
 Outcome = tuple[Verdict, str, Any]
 """What a rule check returns: verdict, message, evidence (a string, or JSON-able data)."""

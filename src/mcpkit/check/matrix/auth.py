@@ -1,7 +1,7 @@
 """Judges of the authorization rows a server shows (1.3: M030, M031, M037, M038, S008,
 S009, S010, S011, A016), from the probes of :mod:`~mcpkit.check.authprobe`.
 
-The rows that bind the client (M032-M036, S012) are untestable in :mod:`.matrix`. Every
+The rows that bind the client (M032-M036, S012) are untestable in :mod:`mcpkit.check.matrix`. Every
 row here is n/a for a server that does not ask for credentials (authorization is optional
 in MCP) and, but for S009, for a stdio server. A judgement lists every problem seen, each
 saying what to change, and the exchanges that show it.
@@ -9,7 +9,7 @@ saying what to change, and the exchanges that show it.
 
 from __future__ import annotations
 
-from .authprobe import (
+from ..authprobe import (
     AuthFacts,
     Exchange,
     ServerMetadata,
@@ -17,8 +17,8 @@ from .authprobe import (
     parse_bearer,
     secure_or_loopback,
 )
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
+from ..facts import Facts
+from .common import Judge, Judgement, na
 
 NOT_HTTP = "Not an HTTP server: MCP authorization is for HTTP transports."
 

@@ -3,8 +3,8 @@
 ``LINT.response-size`` (bounded text results), ``LINT.actionable-errors`` (error messages
 that say what went wrong in words the model can act on) and ``LINT.error-structured-content``
 (no structuredContent on an error result). They judge only what the probes' calls brought
-back (:class:`~mcpkit.check.lint_input.ToolCall`,
-:class:`~mcpkit.check.lint_input.ProvokedError`); the server is asked nothing more.
+back (:class:`~mcpkit.check.lint.input.ToolCall`,
+:class:`~mcpkit.check.lint.input.ProvokedError`); the server is asked nothing more.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .lint_common import Check, Outcome, offenders, quantity, shorten, with_exchanges
-from .lint_input import LintInput, ProvokedError
+from .common import Check, Outcome, offenders, quantity, shorten, with_exchanges
+from .input import LintInput, ProvokedError
 
 MAX_RESULT_CHARS = 20_000
 """Text content above this many characters floods the model's context window."""

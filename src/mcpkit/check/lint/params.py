@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..protocol import pointer
-from .lint_common import (
+from ...protocol import pointer
+from .common import (
     SHOW,
     Check,
     Outcome,
@@ -29,7 +29,7 @@ from .lint_common import (
     to_json,
     tool_views,
 )
-from .lint_input import LintInput
+from .input import LintInput
 
 _HINT_SCAN = 2000
 """Characters of a parameter description searched for finite-set hints (bounds regex work)."""

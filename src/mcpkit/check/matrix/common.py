@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .facts import Facts
-from .model import Verdict
+from ..facts import Facts
+from ..model import Verdict
 
 Judgement = tuple[Verdict, str, str]  # verdict, message, evidence
 Judge = Callable[[Facts], Judgement]

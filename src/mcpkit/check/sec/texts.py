@@ -27,8 +27,8 @@ import unicodedata
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from .lint_common import Outcome, name_list, quantity, shorten
-from .sec_common import SecInput, definition_texts, excerpt
+from ..lint.common import Outcome, name_list, quantity, shorten
+from .common import SecInput, definition_texts, excerpt
 
 Match = tuple[str, str, str]
 """(where, what was found, excerpt around it)."""

@@ -8,8 +8,8 @@ type is ``WIRE.schema``'s business and is skipped here.
 
 from __future__ import annotations
 
-from .lint_common import Check, Outcome, offenders, pick, quantity, tool_views
-from .lint_input import LintInput
+from .common import Check, Outcome, offenders, pick, quantity, tool_views
+from .input import LintInput
 
 
 def _check_output_schema(data: LintInput) -> Outcome:

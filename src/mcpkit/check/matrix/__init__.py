@@ -1,5 +1,5 @@
 """Verdicts for the rows of the compliance matrix (M011-M089, S001-S030, A001-A026; the
-envelope rows M001-M010 are judged in :mod:`mcpkit.check.wirejudge`).
+envelope rows M001-M010 are judged in :mod:`mcpkit.check.matrix.envelope`).
 
 Each row is either judged from what the probes observed (:class:`Facts`), or listed as
 *untestable* with the reason: most such rows bind the client (the checker *is* the client),
@@ -9,27 +9,27 @@ A message a row fails is marked blamed so that ``WIRE.schema`` does not report i
 
 This module decides how each row is judged: untestable, n/a in the stateless era, a
 permission (nothing the server could fail), or by its judge, which lives with its part of
-the matrix: :mod:`~mcpkit.check.matrix_lifecycle` (batching, lifecycle),
-:mod:`~mcpkit.check.matrix_transport` (stdio, HTTP, sessions),
-:mod:`~mcpkit.check.matrix_auth` (authorization),
-:mod:`~mcpkit.check.matrix_features` (resources, prompts, tools) and
-:mod:`~mcpkit.check.matrix_utilities` (ping, cancellation, progress, logging, completion,
+the matrix: :mod:`~mcpkit.check.matrix.lifecycle` (batching, lifecycle),
+:mod:`~mcpkit.check.matrix.transport` (stdio, HTTP, sessions),
+:mod:`~mcpkit.check.matrix.auth` (authorization),
+:mod:`~mcpkit.check.matrix.features` (resources, prompts, tools) and
+:mod:`~mcpkit.check.matrix.utilities` (ping, cancellation, progress, logging, completion,
 pagination).
 """
 
 from __future__ import annotations
 
+from ..facts import Facts
+from ..model import Finding
+from ..rules import finding, matrix
 from . import (
-    matrix_auth,
-    matrix_features,
-    matrix_lifecycle,
-    matrix_transport,
-    matrix_utilities,
+    auth,
+    features,
+    lifecycle,
+    transport,
+    utilities,
 )
-from .facts import Facts
-from .matrix_common import Judge, Judgement, na
-from .model import Finding
-from .rules import finding, matrix
+from .common import Judge, Judgement, na
 
 CLIENT = "A requirement on the client; the checker is the client, so the server has nothing "\
          "to show."
@@ -79,11 +79,11 @@ def _permission(message: str) -> Judge:
 
 
 JUDGES: dict[str, Judge] = {
-    **matrix_lifecycle.JUDGES,
-    **matrix_transport.JUDGES,
-    **matrix_auth.JUDGES,
-    **matrix_features.JUDGES,
-    **matrix_utilities.JUDGES,
+    **lifecycle.JUDGES,
+    **transport.JUDGES,
+    **auth.JUDGES,
+    **features.JUDGES,
+    **utilities.JUDGES,
     "A001": _permission("A permission about request params; any choice conforms."),
     "A002": _permission("A permission about notification params; any choice conforms."),
     "A003": _permission("The server may send batches; none is required."),

@@ -2,9 +2,9 @@
 
 The protocol rules say whether a server is legal and the design lint whether a model can
 use it well; these say whether it attacks or exposes the user. The rules live by subject:
-:mod:`~mcpkit.check.sec_texts` (what the model is told: directives, credential and
+:mod:`~mcpkit.check.sec.texts` (what the model is told: directives, credential and
 conversation requests, invisible characters, look-alike letters) and
-:mod:`~mcpkit.check.sec_surface` (secrets, command/path/URL parameters, open HTTP). Each
+:mod:`~mcpkit.check.sec.surface` (secrets, command/path/URL parameters, open HTTP). Each
 documents its heuristic; all prefer missing an attack to accusing an honest server.
 
 :func:`security` works only on what the probes already saw, sends nothing, and returns one
@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import sec_surface, sec_texts
-from .facts import Facts
-from .lint_common import rule_findings
-from .model import Era, Finding
-from .sec_common import SecInput
+from ..facts import Facts
+from ..lint.common import rule_findings
+from ..model import Era, Finding
+from . import surface, texts
+from .common import SecInput
 
 __all__ = ["SecInput", "announced", "inputs", "security"]
 
-_CHECKS = {**sec_texts.CHECKS, **sec_surface.CHECKS}
+_CHECKS = {**texts.CHECKS, **surface.CHECKS}
 
 
 def announced(facts: Facts) -> bool:

@@ -21,8 +21,8 @@ import anyio
 import orjson
 from anyio.abc import TaskGroup
 
-from ..transports.process import ProcessStream
-from .wire import MAX_LINE, Channel, Reply, WireLog, dump, id_key
+from ...transports.process import ProcessStream
+from . import MAX_LINE, Channel, Reply, WireLog, dump, id_key
 
 
 class StdioChannel(Channel):
