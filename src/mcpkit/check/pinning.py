@@ -25,7 +25,7 @@ import orjson
 
 from .lint.common import name_list, shorten, to_json
 from .model import Report
-from .report_ci import server_of
+from .report.ci import server_of
 from .rules import finding
 
 KINDS = (("tools", "tool", "name"), ("prompts", "prompt", "name"),

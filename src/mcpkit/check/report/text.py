@@ -15,9 +15,9 @@ from __future__ import annotations
 import textwrap
 from collections.abc import Callable, Sequence
 
-from ..protocol.text import visible as _safe
-from .model import LEVELS, Finding, Report
-from .report_common import (
+from ...protocol.text import visible as _safe
+from ..model import LEVELS, Finding, Report
+from .common import (
     ERA_ORDER,
     cut,
     duration,

@@ -29,7 +29,7 @@ from xml.etree import ElementTree as ET
 
 import orjson
 
-from .model import Finding, Report
+from ..model import Finding, Report
 
 DOCS_URL = "https://github.com/mcpkit/mcpkit/blob/main/docs/check.md"
 """Where the rules are explained (``helpUri`` of every SARIF rule)."""

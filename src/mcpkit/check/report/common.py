@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .model import LEVELS, VERDICTS, EraSummary, Finding, Report
-from .rules import SECTIONS
+from ..model import LEVELS, VERDICTS, EraSummary, Finding, Report
+from ..rules import SECTIONS
 
 ERA_ORDER = {"stateful": 0, "stateless": 1, None: 2}
 

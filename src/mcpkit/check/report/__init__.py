@@ -14,7 +14,7 @@ One report, five shapes, each for where it will be read:
 - ``html``: one self-contained file to open or attach: inline CSS, no scripts, no fonts,
   images or other network assets; it wraps long evidence rather than scroll sideways.
 - ``csv``: the compliance matrix written back in its own columns, ``Tested`` filled in.
-- ``sarif`` and ``junit``: for CI (:mod:`mcpkit.check.report_ci`).
+- ``sarif`` and ``junit``: for CI (:mod:`mcpkit.check.report.ci`).
 
 Evidence and messages quote what the server sent, so they are untrusted: HTML escapes every
 string, Markdown escapes table and HTML syntax and fences evidence so it cannot close the
@@ -31,10 +31,11 @@ import re
 
 import orjson
 
-from ..protocol.text import visible as _safe
-from . import report_ci, report_text
-from .model import LEVELS, VERDICTS, Finding, Report
-from .report_common import (
+from ...protocol.text import visible as _safe
+from ..model import LEVELS, VERDICTS, Finding, Report
+from ..rules import matrix
+from . import ci
+from .common import (
     ERA_ORDER,
     cut,
     duration,
@@ -47,7 +48,7 @@ from .report_common import (
     tally_levels,
     tally_text,
 )
-from .rules import matrix
+from .text import brief, full
 
 FORMATS = ("text", "json", "markdown", "html", "csv", "sarif", "junit")
 
@@ -61,7 +62,7 @@ def render(report: Report, fmt: str, *, color: bool = False, verbose: bool = Fal
     """``report`` as ``fmt`` (one of :data:`FORMATS`); ``color`` and ``verbose`` (every
     row, the evidence of every failure) only affect ``text``."""
     if fmt == "text":
-        return report_text.full(report, color) if verbose else report_text.brief(report, color)
+        return full(report, color) if verbose else brief(report, color)
     if fmt == "json":
         return _json(report)
     if fmt == "markdown":
@@ -71,9 +72,9 @@ def render(report: Report, fmt: str, *, color: bool = False, verbose: bool = Fal
     if fmt == "csv":
         return _csv(report)
     if fmt == "sarif":
-        return report_ci.sarif([report], version=report.checker_version)
+        return ci.sarif([report], version=report.checker_version)
     if fmt == "junit":
-        return report_ci.junit([report])
+        return ci.junit([report])
     raise ValueError(f"unknown report format {fmt!r}; expected one of {', '.join(FORMATS)}")
 
 
