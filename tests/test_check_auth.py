@@ -31,7 +31,7 @@ import pytest
 
 from mcpkit import Server
 from mcpkit.auth import AccessToken, Auth, JWTVerifier, ProtectedResource
-from mcpkit.auth.claims import Audience
+from mcpkit.auth.server.claims import Audience
 from mcpkit.check import Target, run_check
 from mcpkit.check.authprobe import (
     AuthFacts,
@@ -44,7 +44,7 @@ from mcpkit.check.authprobe import (
 )
 from mcpkit.check.facts import Facts
 from mcpkit.check.matrix import AUTH_ROWS
-from mcpkit.check.matrix_auth import M031
+from mcpkit.check.matrix.auth import M031
 from mcpkit.check.model import Report
 from mcpkit.check.wire import WireLog
 from tests.auth.idp import IdP

@@ -19,7 +19,7 @@ import jsonschema
 import pytest
 
 from mcpkit.check.model import Finding, Report
-from mcpkit.check.report_ci import junit, sarif
+from mcpkit.check.report.ci import junit, sarif
 
 ROOT = Path(__file__).resolve().parent.parent
 PY = sys.executable

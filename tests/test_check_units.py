@@ -11,7 +11,7 @@ import pytest
 from mcpkit.check import schemas
 from mcpkit.check.argsgen import invalid_arguments, valid_arguments
 from mcpkit.check.schemas import check_instance, validate_message
-from mcpkit.check.wire_stdio import _split_values
+from mcpkit.check.wire.stdio import _split_values
 
 PKG_DATA = Path(schemas.__file__).parent / "data"
 SHARED = Path(__file__).resolve().parents[2] / "shared"

@@ -55,6 +55,17 @@ FLOORS: dict[str, int] = {
 }
 """Top-level component of ``mcpkit`` -> floor."""
 
+APART: dict[str, tuple[str, ...]] = {
+    "mcpkit.auth.client": ("mcpkit.auth.server",),
+    "mcpkit.auth.server": ("mcpkit.auth.client",),
+    "mcpkit.check.wire": ("mcpkit.check.matrix", "mcpkit.check.lint", "mcpkit.check.sec"),
+    "mcpkit.check.lint": ("mcpkit.check.matrix", "mcpkit.check.sec"),
+}
+"""Sub-packages of one component that must not import the packages named (nor their
+modules): the OAuth client and the resource server share only ``auth/urls.py`` and
+``auth/addresses.py``; the checker's channels know none of its judges, and the design
+lint neither the matrix nor the security lint built on it."""
+
 PROTOCOL_THIRD_PARTY_ALLOWED = frozenset({"orjson"})
 """Besides the standard library and itself, all that ``mcpkit.protocol`` may import."""
 
@@ -140,6 +151,17 @@ def _known_submodule(module: str, src: Path) -> bool:
     return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
 
 
+def _apart_package(module: str) -> str | None:
+    """The sub-package of :data:`APART` that ``module`` is (or is inside), else None."""
+    return next((pkg for pkg in APART if module == pkg or module.startswith(pkg + ".")), None)
+
+
+def _apart(module: str) -> tuple[str, ...]:
+    """The packages ``module`` must not import (:data:`APART`)."""
+    pkg = _apart_package(module)
+    return APART[pkg] if pkg else ()
+
+
 def check_file(path: Path, src: Path) -> list[str]:
     """Layer-rule violations of one source file, as ``path:line: message`` strings."""
     importer = module_name(path, src)
@@ -197,6 +219,13 @@ def check_file(path: Path, src: Path) -> list[str]:
                 report(imp.line, f"{importer} imports {imp.module}, which belongs to no floor")
             continue
         if target == own:
+            for forbidden in _apart(importer):
+                if imp.module == forbidden or imp.module.startswith(forbidden + "."):
+                    report(
+                        imp.line,
+                        f"{importer} imports from {forbidden}: {_apart_package(importer)} "
+                        f"and {forbidden} are kept apart (APART in tests/test_layers.py)",
+                    )
             continue
         floor = FLOORS[target]
         if floor > own_floor:
@@ -260,6 +289,13 @@ def runtime_imports(path: Path, src: Path, modules: set[str], deferred: bool = F
     def add(module: str, line: int) -> None:
         if module in modules and module != importer:
             found[module] = min(line, found.get(module, line))
+        # The packages above ``module`` run their __init__ first, unless the importer is
+        # inside them (then they are already running).
+        parts = module.split(".")
+        for end in range(2, len(parts)):
+            package = ".".join(parts[:end])
+            if package in modules and not (importer + ".").startswith(package + "."):
+                found[package] = min(line, found.get(package, line))
 
     for node in _load_time_nodes(tree, deferred):
         if isinstance(node, ast.Import):
@@ -352,7 +388,10 @@ def test_no_runtime_import_cycle() -> None:
       instead when that is a submodule;
     * ``from . import x`` (``x`` a submodule) leads to that submodule only.
 
-    Parent packages are not edges, though Python imports them first. A package whose
+    A package above the imported module (below ``mcpkit``) is an edge too, since Python
+    runs its ``__init__`` first (``mcpkit.check.taskjudge`` importing
+    ``mcpkit.check.matrix.common`` runs ``mcpkit/check/matrix/__init__.py``, and whatever
+    that imports), unless the importer is inside that package. A package whose
     ``__init__`` re-exports its submodules (``from .app import Server``, ``from . import
     types``) is still running when those submodules load and import their siblings; that
     is the normal order of a package, not a circle. So ``from . import x`` inside a
@@ -449,6 +488,30 @@ def test_sibling_imports_reported(fake_src: Path, rel: str, code: str, target: s
     assert problem.startswith(f"src/{rel}:1: ")
     assert f"imports mcpkit.{target}: " in problem
     assert "must not import each other" in problem
+
+
+@pytest.mark.parametrize(
+    ("rel", "code", "bad"),
+    [
+        ("mcpkit/auth/client/oauth.py", "from ..server.jwt import JWTVerifier\n", True),
+        ("mcpkit/auth/client/oauth.py", "def f():\n    import mcpkit.auth.server\n", True),
+        ("mcpkit/auth/server/jwks.py", "from ..client import steps\n", True),
+        ("mcpkit/auth/server/jwks.py", "from ..addresses import classify_host\n", False),
+        ("mcpkit/auth/client/oauth.py", "from ..urls import origin_of\nfrom . import steps\n",
+         False),
+        ("mcpkit/auth/__init__.py", "from .client.oauth import OAuth\n"
+         "from .server.jwt import JWTVerifier\n", False),
+    ],
+)
+def test_apart_sub_packages(fake_src: Path, rel: str, code: str, bad: bool) -> None:
+    _write(fake_src, rel, code)
+    problems = check_tree(fake_src)
+    if not bad:
+        assert problems == []
+        return
+    (problem,) = problems
+    assert problem.startswith(f"src/{rel}:")
+    assert "are kept apart" in problem
 
 
 def test_imports_inside_functions_and_type_checking_count(fake_src: Path) -> None:
@@ -615,6 +678,35 @@ def test_package_reexporting_its_submodules(tmp_path: Path, x_code: str, circle:
     }
     expected = [["mcpkit.pkg", "mcpkit.pkg.x", "mcpkit.pkg"]] if circle else []
     assert import_cycles(graph) == expected
+
+
+@pytest.mark.parametrize(
+    ("importer", "code", "circle"),
+    [
+        # outside the package: importing a submodule runs the package's __init__ first
+        ("mcpkit/other.py", "from mcpkit.pkg.y import Y\n", True),
+        ("mcpkit/other.py", "from .pkg import y\n", True),
+        ("mcpkit/other.py", "import mcpkit.pkg.y\n", True),
+        ("mcpkit/other.py", "def f():\n    from .pkg.y import Y\n", False),
+        # inside it: the __init__ is already running
+        ("mcpkit/pkg/z.py", "from .y import Y\n", False),
+    ],
+)
+def test_a_submodule_import_runs_its_package_first(
+    tmp_path: Path, importer: str, code: str, circle: bool
+) -> None:
+    src = tmp_path / "src"
+    _write(src, "mcpkit/__init__.py", "")
+    _write(src, "mcpkit/pkg/__init__.py", "from .x import X\n")
+    _write(src, "mcpkit/pkg/x.py", "from mcpkit.other import O\nX = 1\n")
+    _write(src, "mcpkit/pkg/y.py", "Y = 1\n")
+    _write(src, "mcpkit/pkg/z.py", "")
+    _write(src, importer, code + ("O = 1\n" if importer == "mcpkit/other.py" else ""))
+    if importer != "mcpkit/other.py":
+        _write(src, "mcpkit/other.py", "O = 1\n")
+    assert bool(import_cycles(import_graph(src))) is circle
+    assert bool(import_cycles(import_graph(src, deferred=True))) is (
+        circle or "def f" in code)
 
 
 MAX_MODULE_LINES = 600

@@ -1,5 +1,5 @@
 """The OAuth client's address rule: no fetch to private, loopback or link-local addresses
-the MCP server is not on (``mcpkit.auth.addresses``, ``client_steps.AddressGuard``).
+the MCP server is not on (``mcpkit.auth.addresses``, ``auth.client.steps.AddressGuard``).
 
 The classifier on its own; the flow (httpx.MockTransport, as in test_client_flow.py)
 refusing documents of a public MCP server that name such addresses, and allowing them
@@ -21,7 +21,7 @@ import pytest
 
 from mcpkit.auth import AuthorizationFailed, HostClass, OAuth, classify_host
 from mcpkit.auth.addresses import classify_address, refusal
-from mcpkit.auth.client_steps import AddressGuard
+from mcpkit.auth.client.steps import AddressGuard
 
 from .oauth_as import AuthServer
 from .test_client_flow import MCP, Browser, Resource
@@ -309,7 +309,7 @@ async def test_a_jwks_uri_from_the_metadata_follows_the_rule(
     """The resource server fetches a configured issuer's metadata (trusted as
     configured) and the ``jwks_uri`` it names (a URL from a fetched document)."""
     from mcpkit.auth import Fetcher, VerifierUnavailable
-    from mcpkit.auth.jwks import KeySource
+    from mcpkit.auth.server.jwks import KeySource
 
     seen: list[str] = []
 

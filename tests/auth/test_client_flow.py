@@ -33,9 +33,9 @@ from mcpkit.auth import (
     parse_bearer_challenge,
     unauthorized,
 )
-from mcpkit.auth.client_authorize import AuthorizationAttempt, check_authorization_url
-from mcpkit.auth.client_discovery import discover
-from mcpkit.auth.client_steps import Fetch
+from mcpkit.auth.client.authorize import AuthorizationAttempt, check_authorization_url
+from mcpkit.auth.client.discovery import discover
+from mcpkit.auth.client.steps import Fetch
 
 from .oauth_as import AuthServer, s256
 

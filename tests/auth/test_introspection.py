@@ -23,7 +23,7 @@ from mcpkit.auth import (
     InvalidToken,
     VerifierUnavailable,
 )
-from mcpkit.auth.cache import TokenCache, token_key
+from mcpkit.auth.server.cache import TokenCache, token_key
 
 from .idp import CLIENT_ID, CLIENT_SECRET, RESOURCE, IdP
 

@@ -9,7 +9,7 @@ metadata (RFC 8414 then OpenID Connect, in the MCP order), and sends the hostile
 a token in the query string, malformed ``Authorization`` headers, a junk token. With the
 target's token it also sends the token itself, a copy with one character of its signature
 changed, and the wrong-audience token when one was given. The judges
-(:mod:`~mcpkit.check.matrix_auth`) rule on the :class:`AuthFacts` gathered.
+(:mod:`~mcpkit.check.matrix.auth`) rule on the :class:`AuthFacts` gathered.
 
 Why here and once: these answers do not depend on the era probed, and none of them needs
 a session; the judges of both eras read the same facts.

@@ -1,7 +1,7 @@
 """What probing one era of a server observed, for the judges to rule on.
 
 Probes (``stateful.py``, ``stateless.py``, ``features.py``) fill a :class:`Facts`; judges
-(``matrix.py``, ``wirejudge.py``, ``lint.py``) read it. Keeping observation and judgement
+(``matrix/``, ``lint/``, ``sec/``) read it. Keeping observation and judgement
 apart lets one observation serve several rules and keeps each rule's logic in one place.
 """
 
@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .authprobe import AuthFacts
-from .lint_input import ProvokedError, ToolCall
+from .lint.input import ProvokedError, ToolCall
 from .model import Era, Finding
 from .wire import Reply, WireLog
 
@@ -74,6 +74,14 @@ class Facts:
     session_ids: list[str] = field(default_factory=list)
     versions_echoed: dict[str, str | None] = field(default_factory=dict)
     auth: AuthFacts | None = None  # the authorization probes, shared by both eras
+
+    def blame(self, msg: Any) -> None:
+        """Mark the received message ``msg`` (that very object) as failed by a rule, so
+        that ``WIRE.schema`` does not report it again: one defect, one finding, under its
+        most specific rule."""
+        for rec in self.log.received:
+            if rec.msg is msg:
+                rec.blamed = True
 
     def blame_answers(self, method: str) -> None:
         """Mark every result answering ``method`` as failed by a specific rule: a defect in

@@ -21,13 +21,13 @@ from ..protocol.versions import V2026_07_28
 from ..transports.http_routing import NAMED_BY, header_value, param_header_value
 from .argsgen import invalid_arguments, valid_arguments
 from .facts import CAPABILITY_OF, LIST_KEYS, Facts, ListOutcome
-from .lint_input import ProvokedError, ToolCall
+from .lint.input import ProvokedError, ToolCall
 from .rules import finding
 from .schemas import check_instance
 from .wire import CHECKER_INFO, Channel, Reply, dump
-from .wire_http import HttpChannel
-from .wire_sse import SseChannel
-from .wire_stdio import StdioChannel
+from .wire.http import HttpChannel
+from .wire.sse import SseChannel
+from .wire.stdio import StdioChannel
 
 MAX_PAGES = 50
 MAX_TOOLS_CALLED = 20

@@ -29,11 +29,11 @@ from typing import Any
 import anyio
 
 from .hosts import ServerEntry
-from .lint_common import name_list, shorten, to_json
+from .lint.common import name_list, shorten, to_json
 from .model import Finding, Report
 from .rules import finding
 from .runner import CallTools, EraChoice, run_check
-from .sec_common import excerpt
+from .sec.common import excerpt
 from .target import Target
 
 DEADLINE = 120.0

@@ -23,9 +23,9 @@ from typing import Any
 
 import orjson
 
-from .lint_common import name_list, shorten, to_json
+from .lint.common import name_list, shorten, to_json
 from .model import Report
-from .report_ci import server_of
+from .report.ci import server_of
 from .rules import finding
 
 KINDS = (("tools", "tool", "name"), ("prompts", "prompt", "name"),

@@ -8,8 +8,8 @@ the spec rule it stems from (an id of ``spec/REVISIONS.md`` or the server design
 
 One failure, one rule: where two rules could blame the same defect the more specific one
 takes it (a tool without ``description`` fails ``M067``, not ``WIRE.schema``); see
-:mod:`mcpkit.check.wirejudge` (envelope rows blame a message before the schema check
-skips it) and ``matrix_common.blame``.
+:mod:`mcpkit.check.matrix.envelope` (envelope rows blame a message before the schema check
+skips it) and :meth:`~mcpkit.check.facts.Facts.blame`.
 """
 
 from __future__ import annotations

@@ -14,6 +14,7 @@ from .authprobe import AuthFacts, probe_auth
 from .facts import LIST_KEYS, Facts
 from .lint import LintInput, lint
 from .matrix import AUTH_ROWS, judge_matrix
+from .matrix.envelope import judge_envelope, judge_schema, messages_checked
 from .model import EraSummary, Finding, Report, Verdict
 from .rules import finding
 from .sec import announced, inputs, security
@@ -22,8 +23,7 @@ from .stateless import probe_stateless
 from .target import Target
 from .taskprobe import task_support
 from .toolschema import judge_input_schemas
-from .wire_sse import discover
-from .wirejudge import judge_envelope, judge_schema, messages_checked
+from .wire.sse import discover
 
 EraChoice = Literal["stateful", "stateless", "both"]
 CallTools = Literal["none", "readonly", "all"]

@@ -35,9 +35,9 @@ from .schemas import REVISIONS
 from .target import Target
 from .taskprobe import probe_tasks
 from .wire import CHECKER_INFO, Channel, Reply, WireLog
-from .wire_http import HttpChannel
-from .wire_sse import SseChannel
-from .wire_stdio import StdioChannel
+from .wire.http import HttpChannel
+from .wire.sse import SseChannel
+from .wire.stdio import StdioChannel
 
 LATEST = LATEST_STATEFUL
 BATCH_REVISION = V2025_03_26

@@ -33,7 +33,7 @@ from .stateful import FOREIGN_ORIGIN, UNKNOWN_VERSION
 from .target import Target
 from .taskprobe import declared_tasks, probe_tasks
 from .wire import CHECKER_INFO, Reply, WireLog
-from .wire_http import HttpChannel
+from .wire.http import HttpChannel
 
 STATELESS_ERRORS = frozenset({-32020, -32021, -32022})
 """The error codes the stateless revision added: header mismatch, missing client capability,

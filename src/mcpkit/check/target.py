@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 import httpx
 
 from .wire import Channel, WireLog
-from .wire_http import HttpChannel
-from .wire_sse import SseChannel
-from .wire_stdio import StdioChannel
+from .wire.http import HttpChannel
+from .wire.sse import SseChannel
+from .wire.stdio import StdioChannel
 
 
 @dataclass(slots=True)

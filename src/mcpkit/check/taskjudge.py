@@ -30,7 +30,6 @@ from ..protocol.tasks import (
 )
 from .facts import Facts
 from .features import Speaker
-from .matrix_common import blame
 from .model import Verdict
 from .rules import finding
 from .wire import Reply
@@ -82,7 +81,7 @@ class TaskProbe:
         if verdict == "fail":
             for reply in (evidence, *also):
                 if isinstance(reply, Reply):
-                    blame(self.facts, reply.msg)
+                    self.facts.blame(reply.msg)
         if isinstance(evidence, Reply):
             evidence = evidence.evidence
         self.facts.findings.append(finding(rule, verdict, message, evidence, self.facts.era))

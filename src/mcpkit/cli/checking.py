@@ -49,7 +49,7 @@ def add_args(chk: argparse.ArgumentParser) -> None:
 
 def _join(reports: Sequence[Report], fmt: str, color: bool, verbose: bool) -> str:
     """``reports`` as one document of ``fmt``; not ``sarif``, which :func:`output` writes."""
-    from ..check import report_ci
+    from ..check.report import ci as report_ci
     from ..check.report import render
 
     if len(reports) == 1 and not reports[0].server:
@@ -77,7 +77,8 @@ class Prepared:
 
 
 def prepare(args: argparse.Namespace) -> Prepared:
-    from ..check import pinning, report_ci
+    from ..check import pinning
+    from ..check.report import ci as report_ci
 
     try:
         known = report_ci.baseline_keys(args.baseline) if args.baseline else None
@@ -91,8 +92,9 @@ def output(args: argparse.Namespace, reports: Sequence[Report], prep: Prepared,
            config: str | None = None) -> int:
     """Judge the pins, write ``reports`` as ``--format`` to ``--out`` or stdout; the exit
     status (failures at ``--fail-on`` not in the baseline)."""
-    from ..check import pinning, report_ci
+    from ..check import pinning
     from ..check.model import fail_levels
+    from ..check.report import ci as report_ci
 
     known = prep.known
     if prep.pins is not None:

@@ -39,8 +39,8 @@ from .tools import Tool
 from .watch import CallWatch
 
 if TYPE_CHECKING:
-    from ..auth.config import Auth
-    from ..auth.middleware import BearerAuth
+    from ..auth.server.config import Auth
+    from ..auth.server.middleware import BearerAuth
     from ..storage.tasks import TaskStore
     from ..transports.http_options import HttpKeywords
     from ..transports.http_server import StreamableHTTPApp

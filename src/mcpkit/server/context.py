@@ -37,7 +37,7 @@ from .elicit_forms import form_for
 from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
-    from ..auth.access_token import AccessToken
+    from ..auth.server.access_token import AccessToken
     from .app import Server
     from .task_runs import TaskRun
 

@@ -19,8 +19,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ..auth.config import Auth
-    from ..auth.middleware import BearerAuth
+    from ..auth.server.config import Auth
+    from ..auth.server.middleware import BearerAuth
     from ..transports.http_options import HttpOptions
     from ..transports.http_server import StreamableHTTPApp
     from .app import Server
@@ -57,7 +57,7 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
                                buckets)
     guard = principal_key = None
     if auth is not None:
-        from ..auth.middleware import AUTH_STATE_KEY
+        from ..auth.server.middleware import AUTH_STATE_KEY
         from .protection import ScopeGuard, closing_lifespan
 
         principal_key = AUTH_STATE_KEY

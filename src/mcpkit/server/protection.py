@@ -32,8 +32,8 @@ from ..transports.http_auth import Denial
 from .registry import Registry
 
 if TYPE_CHECKING:
-    from ..auth.access_token import AccessToken
-    from ..auth.config import Auth
+    from ..auth.server.access_token import AccessToken
+    from ..auth.server.config import Auth
 
 
 class ScopeGuard:
