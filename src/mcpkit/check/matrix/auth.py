@@ -268,7 +268,12 @@ def S009(facts: Facts) -> Judgement:
             "from its environment).", facts.init.evidence if facts.init else "")
 
 
-def _documents(a: AuthFacts) -> list[ServerMetadata] | Judgement:
+def _documents(facts: Facts) -> list[ServerMetadata] | Judgement:
+    """The authorization servers whose metadata could be read, or the judgement that
+    there is nothing to judge (no auth probe, no server named, none readable)."""
+    a = _auth(facts)
+    if not isinstance(a, AuthFacts):
+        return a
     found = [s for s in a.servers if s.document is not None]
     if found:
         return found
@@ -281,10 +286,7 @@ def _documents(a: AuthFacts) -> list[ServerMetadata] | Judgement:
 
 
 def S010(facts: Facts) -> Judgement:
-    a = _auth(facts)
-    if not isinstance(a, AuthFacts):
-        return a
-    found = _documents(a)
+    found = _documents(facts)
     if not isinstance(found, list):
         return found
     ways = []
@@ -320,16 +322,13 @@ def S011(facts: Facts) -> Judgement:
     if found:
         return ("pass", "Authorization server metadata found: " + ", ".join(
             s.url for s in found) + ".", evidence)
-    docs = _documents(a)
+    docs = _documents(facts)
     assert not isinstance(docs, list)
     return docs
 
 
 def A016(facts: Facts) -> Judgement:
-    a = _auth(facts)
-    if not isinstance(a, AuthFacts):
-        return a
-    found = _documents(a)
+    found = _documents(facts)
     if not isinstance(found, list):
         return found
     dcr = [s for s in found if s.document and s.document.get("registration_endpoint")]

@@ -15,7 +15,7 @@ from typing import Any
 from ..facts import Facts
 from ..stateful import LATEST
 from ..wire import Reply, dump
-from .common import Judge, Judgement, na
+from .common import Judge, Judgement, capability_probes, na
 
 
 def _list_rows(method: str, key: str, fields: tuple[str, ...], noun: str) -> tuple[Judge, Judge]:
@@ -210,16 +210,10 @@ def M069(facts: Facts) -> Judgement:
 
 
 def M056(facts: Facts) -> Judgement:
-    reply = facts.probes.get("undeclared:resources/subscribe")
-    if reply is not None and reply.result is not None:
-        return ("fail", "resources/subscribe succeeded without resources.subscribe declared.",
-                reply.evidence)
-    reply = facts.probes.get("subscribe")
-    if reply is not None:
-        if reply.result is not None:
-            return ("pass", "resources.subscribe declared and subscribing works.", reply.evidence)
-        return ("fail", "resources.subscribe is declared but resources/subscribe failed.",
-                reply.evidence)
+    probed = capability_probes(facts, "resources/subscribe", "resources.subscribe",
+                               "subscribe")
+    if probed is not None:
+        return probed
     # no probe ran: say why from what the server showed, not a guess
     caps = facts.capabilities.get("resources")
     declared = isinstance(caps, dict) and caps.get("subscribe") is True

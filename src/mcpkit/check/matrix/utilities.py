@@ -12,7 +12,7 @@ from typing import Any
 
 from ..facts import Facts
 from ..wire import dump
-from .common import Judge, Judgement, na
+from .common import Judge, Judgement, capability_probes, na
 
 
 def M079(facts: Facts) -> Judgement:
@@ -125,23 +125,14 @@ def M087(facts: Facts) -> Judgement:
     if logs and not facts.declared("logging"):
         return ("fail", "notifications/message sent without the logging capability.",
                 dump(logs[0]))
-    reply = facts.probes.get("undeclared:logging/setLevel")
-    if reply is not None and reply.result is not None:
-        return ("fail", "logging/setLevel succeeded without the logging capability declared.",
-                reply.evidence)
-    reply = facts.probes.get("logging")
-    if reply is not None:
-        if reply.result is not None:
-            return ("pass", "logging declared and logging/setLevel works.", reply.evidence)
-        return ("fail", "logging is declared but logging/setLevel failed.", reply.evidence)
-    return na("The server does not offer logging.")
+    probed = capability_probes(facts, "logging/setLevel", "the logging capability", "logging")
+    return na("The server does not offer logging.") if probed is None else probed
 
 
 def M088(facts: Facts) -> Judgement:
-    reply = facts.probes.get("undeclared:completion/complete")
-    if reply is not None and reply.result is not None:
-        return ("fail", "completion/complete answered without the completions capability.",
-                reply.evidence)
+    probed = capability_probes(facts, "completion/complete", "the completions capability")
+    if probed is not None:
+        return probed
     if facts.declared("completions"):
         return ("pass", "The completions capability is declared.", "")
     return na("The server does not offer completion.")
