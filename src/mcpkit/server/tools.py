@@ -103,6 +103,10 @@ class Tool:
         doc_desc, param_docs = parse_docstring(inspect.getdoc(fn))
         self.description = description if description is not None else doc_desc
         self.signature = Signature(self.spec, param_docs=param_docs)
+        # plain JSON parameters (str, int, list[str], ...) need no conversion: a copy of
+        # the validated arguments is the call's keyword arguments
+        self._convert: Callable[[JSON], dict[str, Any]] = (
+            self.signature.convert if self.signature.adapters else dict)
         input_schema = declared.schema(input_schema, "input_schema")
         declared_output = declared.schema(output_schema, "output_schema")
         self.input_schema = input_schema if input_schema is not None else self.signature.schema
@@ -162,7 +166,7 @@ class Tool:
         (``HandlerSpec.never_waits``: run now, answered without a task), otherwise a
         coroutine that produces it."""
         try:
-            kwargs = self.signature.convert(arguments)
+            kwargs = self._convert(arguments)
         except ConversionFailed as exc:
             return Ready(self._unconvertible(exc))
         if not self.spec.never_waits:
