@@ -718,3 +718,26 @@ def test_no_module_over_600_lines() -> None:
     long = {str(path.relative_to(SRC)): n for path in SRC.rglob("*.py")
             if (n := len(path.read_text().splitlines())) > MAX_MODULE_LINES}
     assert not long, f"modules over {MAX_MODULE_LINES} lines (split them): {long}"
+
+
+def _continued_lines(source: str) -> list[int]:
+    """The lines of ``source`` that end in a backslash continuation (a backslash at the end
+    of a line inside a string literal is the string's own business)."""
+    import io
+    import tokenize
+
+    in_string: set[int] = set()
+    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
+        if tok.type == tokenize.STRING or tok.type == getattr(tokenize, "FSTRING_MIDDLE", -1):
+            in_string.update(range(tok.start[0], tok.end[0]))
+    return [n for n, line in enumerate(source.splitlines(), 1)
+            if line.rstrip().endswith("\\") and n not in in_string]
+
+
+def test_no_line_continued_by_a_backslash() -> None:
+    """Signatures and expressions wrap in parentheses (#27): a backslash continuation is
+    how a module gets parked just under the line limit."""
+    assert _continued_lines("x = 1 + \\\n    2\ns = '''a\\\nb'''\n") == [1]  # the check sees one
+    found = {str(path.relative_to(SRC)): lines for path in SRC.rglob("*.py")
+             if (lines := _continued_lines(path.read_text()))}
+    assert not found, f"backslash continuations (wrap in parentheses): {found}"

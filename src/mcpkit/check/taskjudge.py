@@ -214,8 +214,8 @@ def _judge_ids(probe: TaskProbe, made: list[Started]) -> None:
     for a, b in itertools.pairwise(ids):
         common = len(_prefix(a, b))
         if not problem and common * 2 > min(len(a), len(b)):
-            problem = f"the ids {a!r} and {b!r} share a prefix of {common} characters " \
-                      "(they look sequential)"
+            problem = (f"the ids {a!r} and {b!r} share a prefix of {common} characters "
+                       "(they look sequential)")
     if problem:
         probe.add("TASKS.ids", "fail", f"{problem}. Task ids must be unique and "
                   "unguessable when tasks are not bound to an authorization context.",

@@ -204,8 +204,8 @@ def fill(schema: Any, given: dict[str, Any]) -> dict[str, Any]:
         if name in given:
             value = given[name]
             try:
-                content[name] = convert(value, prop) if isinstance(value, str | list) \
-                    else _typed(value, prop)
+                content[name] = (convert(value, prop) if isinstance(value, str | list)
+                                 else _typed(value, prop))
             except Invalid as exc:
                 raise Invalid(f"{name!r}: {exc}") from None
         elif "default" in prop:
@@ -220,8 +220,8 @@ def _typed(value: Any, prop: dict[str, Any]) -> Any:
     kind = prop.get("type")
     if kind == "boolean" and isinstance(value, bool):
         return value
-    if kind in ("integer", "number") and isinstance(value, int | float) \
-            and not isinstance(value, bool):
+    if (kind in ("integer", "number") and isinstance(value, int | float)
+            and not isinstance(value, bool)):
         return _number(str(value), kind, prop)
     raise Invalid(f"{json.dumps(value)} is not a {kind}")
 

@@ -203,9 +203,11 @@ async def cmd_login(args: argparse.Namespace) -> int:
                   scopes=args.scope or None)
     name, failure = "", ""
     try:
-        async with httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, read=None)) as http, \
-                Client(Http(url, auth=oauth, http_client=http),
-                       timeout=args.wait + args.timeout) as session:
+        async with (
+            httpx.AsyncClient(timeout=httpx.Timeout(args.timeout, read=None)) as http,
+            Client(Http(url, auth=oauth, http_client=http),
+                   timeout=args.wait + args.timeout) as session,
+        ):
             name = str(session.server_info.get("name") or "")
     except ServerUnreachable as exc:
         sys.stderr.write(f"mcpkit: error: {exc}\n")

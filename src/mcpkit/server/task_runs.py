@@ -485,8 +485,8 @@ class TaskManager:
     async def complete(self, run: TaskRun, result: JSONObject) -> None:
         """The handler returned ``result``: a tool error (``isError``) ends the task
         ``failed`` in 2025-11-25 (R25-11.TASKS.16) and ``completed`` in the extension."""
-        status = "failed" if result.get("isError") is True and not run.form.extension \
-            else "completed"
+        status = ("failed" if result.get("isError") is True and not run.form.extension
+                  else "completed")
         await self.move(run, status, result=result)
 
     async def fail(self, run: TaskRun, exc: ProtocolError) -> None:

@@ -132,8 +132,8 @@ class Session:
         #: The requests this side sent, waiting for their answers.
         self.asking = Asking(conn, functools.partial(output.wake, False))
         #: ``Output.congested``, bound once (checking costs one call).
-        self.congested: Callable[[RequestId | None], Awaitable[None] | None] = \
-            output.congested
+        self.congested: Callable[[RequestId | None], Awaitable[None] | None] = (
+            output.congested)
 
     @property
     def started(self) -> anyio.Event:
@@ -166,8 +166,9 @@ class Session:
         """The asyncio loop the session runs on (``None`` before ``attach`` or on trio)."""
         return self._asyncio_loop
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
-            -> None:
+    async def run(
+            self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Serve the byte stream given to the constructor until the peer closes its side
         or the transport breaks (see ``BytePump.run``)."""
         if self.pump is None:

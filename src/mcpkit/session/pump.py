@@ -123,8 +123,9 @@ class BytePump:
                              f"low mark, got high={high}, low={low}")
         self.high_water, self.low_water = high, low
 
-    async def run(self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED)\
-            -> None:
+    async def run(
+            self, *, task_status: anyio.abc.TaskStatus[None] = anyio.TASK_STATUS_IGNORED,
+    ) -> None:
         """Serve until the peer closes its side or the transport breaks."""
         session = self.session
         self._wakeup = anyio.Event()

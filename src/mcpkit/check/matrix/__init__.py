@@ -31,10 +31,10 @@ from . import (
 )
 from .common import Judge, Judgement, na
 
-CLIENT = "A requirement on the client; the checker is the client, so the server has nothing "\
-         "to show."
-AUTH_CLIENT = "A requirement on the MCP client as OAuth client (discovery, metadata, how "\
-              "tokens are sent); a server has nothing to show for it."
+CLIENT = ("A requirement on the client; the checker is the client, so the server has "
+          "nothing to show.")
+AUTH_CLIENT = ("A requirement on the MCP client as OAuth client (discovery, metadata, how "
+               "tokens are sent); a server has nothing to show for it.")
 
 UNTESTABLE: dict[str, str] = {
     **dict.fromkeys(
