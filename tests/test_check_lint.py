@@ -4,6 +4,7 @@ a well-designed tool set that passes everything, and broken input that must not 
 from __future__ import annotations
 
 import copy
+import json
 import random
 from typing import Any
 
@@ -29,7 +30,7 @@ def tool(name: str, **over: Any) -> dict[str, Any]:
             "properties": {
                 "query": {"type": "string", "description": "Words to look for."},
                 "sort": {"type": "string", "enum": ["relevance", "date"],
-                         "description": "Result order."},
+                         "pattern": "^[a-z]{1,20}$", "description": "Result order."},
                 "limit": {"type": "integer", "default": 10, "description": "Maximum results."},
             },
             "required": ["query"],
@@ -591,3 +592,34 @@ def test_static_descriptions_second_listing() -> None:
     assert ("2 tools changed between two listings: docs_get_page (inputSchema), "
             "docs_list_sections (description)") in f.message
     assert verdict(data([], instructions=None, second=None), "LINT.static-descriptions") == "n/a"
+
+
+@pytest.mark.parametrize("pattern", [r"^[\w.-]{1,100}$", r"^\w{1,64}$", r"\p{L}{1,50}",
+                                     r"^(\w\s?){2,30}$", r"^[\]\w]{5,40}$", r"\pL{20}"])
+def test_costly_pattern_fails(pattern: str) -> None:
+    tools = [params("docs_find", {"name": {"type": "string", "pattern": pattern,
+                                           "description": "A name."}})]
+    f = finding(data(tools), "LINT.costly-pattern")
+    assert f.verdict == "fail", pattern
+    assert "docs_find" in f.message and "[A-Za-z0-9_]" in f.message
+    (offender,) = json.loads(f.evidence)
+    assert offender["pattern"] == pattern and offender["estimated_mb"] >= 1.5
+
+
+@pytest.mark.parametrize("pattern", [r"^[A-Za-z0-9_.-]{1,100}$", r"^\w+$", r"^\d{1,10}$",
+                                     r"^\s{0,20}$", r"^[^/]{1,100}$", r"^\w{1,8}$",
+                                     r"^\w{2,}$", r"(?:ab){1,99}", "x\\"])
+def test_cheap_pattern_passes(pattern: str) -> None:
+    nested = {"type": "object", "additionalProperties": False, "properties": {
+        "inner": {"type": "string", "pattern": pattern}}}
+    tools = [params("docs_find", {"name": {"type": "string", "pattern": pattern,
+                                           "description": "A name."}, "nested": nested})]
+    assert verdict(data(tools), "LINT.costly-pattern") == "pass", pattern
+
+
+def test_costly_pattern_found_when_nested_and_na_without_patterns() -> None:
+    deep = {"type": "array", "items": {"anyOf": [{"type": "string", "pattern": r"^\w{1,64}$"}]}}
+    tools = [params("docs_find", {"names": deep})]
+    assert verdict(data(tools), "LINT.costly-pattern") == "fail"
+    assert verdict(data([params("docs_find", {"q": {"type": "string"}})]),
+                   "LINT.costly-pattern") == "n/a"

@@ -204,6 +204,9 @@ RULES: dict[str, Rule] = {
         _r("LINT.nested-object", "LINT", L,
            "Parameters are flat primitives, not nested objects",
            "server design guide anti-pattern 2"),
+        _r("LINT.costly-pattern", "LINT", L,
+           "No pattern repeats a Unicode class a bounded number of times (an automaton of "
+           "about 0.1 MB per repetition in pydantic-core)", "issue #28: the pattern trap"),
         _r("LINT.output-schema", "LINT", L, "Every tool declares outputSchema",
            "server design guide anti-pattern 10"),
         _r("LINT.annotations", "LINT", L,

@@ -18,6 +18,7 @@ list is skipped (other rules, ``WIRE.schema`` and ``M067``, blame those), never 
 This module runs the rules; they live by subject, each documenting its heuristic:
 :mod:`~mcpkit.check.lint.names` (the listing), :mod:`~mcpkit.check.lint.texts`
 (descriptions, instructions), :mod:`~mcpkit.check.lint.params` (inputSchema),
+:mod:`~mcpkit.check.lint.patterns` (what a ``pattern`` costs a validator),
 :mod:`~mcpkit.check.lint.contracts` (outputSchema, annotations) and
 :mod:`~mcpkit.check.lint.calls` (results and errors).
 """
@@ -25,7 +26,7 @@ This module runs the rules; they live by subject, each documenting its heuristic
 from __future__ import annotations
 
 from ..model import Era, Finding
-from . import calls, contracts, names, params, texts
+from . import calls, contracts, names, params, patterns, texts
 from .common import Check, rule_findings
 from .input import LintInput, ProvokedError, ToolCall
 
@@ -35,6 +36,7 @@ _CHECKS: dict[str, Check] = {
     **names.CHECKS,
     **texts.CHECKS,
     **params.CHECKS,
+    **patterns.CHECKS,
     **contracts.CHECKS,
     **calls.CHECKS,
 }
