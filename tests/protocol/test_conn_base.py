@@ -1,6 +1,7 @@
 """``Connection`` is composed, not inherited: its fields are exactly those
 ``ConnectionState`` names, held in its own slots, and its methods are the parts'
-functions (no base class, no part objects, no forwarding call)."""
+functions, its properties too (no base class, no part objects, no forwarding call; a
+``tools/call`` walks no code of ``connection.py``: see tests/test_walk.py)."""
 
 from __future__ import annotations
 
@@ -24,11 +25,13 @@ def test_connection_inherits_nothing_and_slots_exactly_the_shared_fields() -> No
         getattr(conn, name)
 
 
-def test_every_method_is_a_part_function_taken_up_as_is() -> None:
+def test_every_method_and_property_is_a_part_function_taken_up_as_is() -> None:
     methods = {name: value for name, value in vars(Connection).items()
                if isinstance(value, types.FunctionType) and not name.startswith("__")}
+    methods |= {name: value.fget for name, value in vars(Connection).items()
+                if isinstance(value, property)}
     assert {"receive_data", "send_result", "send_request", "start_handshake",
-            "data_to_send"} <= set(methods)
+            "data_to_send", "state", "queued"} <= set(methods)
     for name, fn in methods.items():
         part = next(p for p in PARTS if p.__name__ == fn.__module__)
         assert getattr(part, name) is fn, name

@@ -124,6 +124,21 @@ class ConnectionState(Protocol):
 # ---------------------------------------------------------------------- state
 
 
+def state(self: ConnectionState) -> State:
+    """Where the handshake stands (``lifecycle``)."""
+    return self.lifecycle.state
+
+
+def in_flight(self: ConnectionState) -> int:
+    """Inbound requests received and not yet answered or cancelled."""
+    return len(self._inbound)
+
+
+def queued(self: ConnectionState) -> int:
+    """How many messages wait to be taken (``data_to_send``/``messages_to_send``)."""
+    return len(self._outbox)
+
+
 def progress_token(self: ConnectionState, request_id: RequestId) -> str | int | None:
     """The progress token inbound request ``request_id`` asked for, if it is in flight."""
     rec = self._inbound.get(request_id)

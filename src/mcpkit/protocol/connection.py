@@ -22,9 +22,9 @@ Invariants kept here, whatever the caller does:
 ``conn_base.ConnectionState`` names in its own slots, and its methods are the functions of
 one module per job, taken up here at class level: reading the peer (``inbound``), the
 handshake (``handshake``), our requests (``outbound``), our answers and notifications
-(``answers``) and the outbox (``conn_base``). A method call is thus one plain call, as on
-any class, and a connection holds no part objects. The events are in ``events``. This
-module is the public home of all of it.
+(``answers``) and the outbox (``conn_base``), its properties too. A method call is thus one
+plain call, as on any class, and a connection holds no part objects. The events are in
+``events``. This module is the public home of all of it.
 """
 
 from __future__ import annotations
@@ -129,20 +129,17 @@ class Connection:
         self.cache_scope = "private"
         self._info_cache: dict[str, JSONObject] = {}
 
-    @property
-    def state(self) -> State:
-        return self.lifecycle.state
-
-    @property
-    def in_flight(self) -> int:
-        """Inbound requests received and not yet answered or cancelled."""
-        return len(self._inbound)
-
-    @property
-    def queued(self) -> int:
-        """How many messages wait to be taken (``data_to_send``/``messages_to_send``)."""
-        return len(self._outbox)
-
+    if TYPE_CHECKING:  # what the properties below give (mypy types property(f) as Any)
+        @property
+        def state(self) -> State: ...
+        @property
+        def in_flight(self) -> int: ...
+        @property
+        def queued(self) -> int: ...
+    else:
+        state = property(conn_base.state)
+        in_flight = property(conn_base.in_flight)
+        queued = property(conn_base.queued)
     # reading the peer (inbound)
     receive_data = inbound.receive_data
     receive_message = inbound.receive_message
