@@ -7,6 +7,10 @@ revision's method set and the declared capabilities before it becomes a
 ``RequestReceived`` (``ping`` and ``logging/setLevel`` are handled here, and
 ``server/discover`` for a 2026-07-28 request); a response is matched to our request; a
 notification may cancel a request in flight or report progress on ours.
+
+Written as functions over a ``ConnectionState`` (``conn_base``), named ``self`` because
+``Connection`` takes up the public ones as its methods; it calls into
+``handshake``, ``answers`` and ``outbound`` for the messages that concern them.
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ from __future__ import annotations
 from typing import Any
 
 from . import compat
-from .conn_base import _Batch, _Inbound
+from .answers import send_error, send_result
+from .conn_base import (
+    ConnectionState,
+    _Batch,
+    _Inbound,
+    answer_error,
+    error_obj,
+    maybe_flush_batch,
+    reject,
+    remember_cancelled,
+)
 from .errors import (
     InvalidParams,
     InvalidRequest,
@@ -37,7 +51,7 @@ from .events import (
     SessionReady,
 )
 from .framing import TOO_LARGE
-from .handshake import Handshake
+from .handshake import on_initialize, on_initialize_result
 from .jsonrpc import (
     BadMessage,
     ErrorResponse,
@@ -61,6 +75,7 @@ from .methods import (
     SERVER_CAPABILITY_FOR_REQUEST,
     has_capability,
 )
+from .outbound import forget_token
 from .stateless import is_stateless_request, read_meta
 from .versions import Revision
 
@@ -76,317 +91,326 @@ _AWAITING_INITIALIZED = (
 )
 
 
-
-class Receiving(Handshake):
-    """``receive_data`` / ``receive_message`` / ``receive_eof`` (see the module docstring)."""
-
-    __slots__ = ()
-
-    def receive_data(self, data: bytes) -> list[Event]:
-        """Feed bytes of a newline-framed stream (``b""`` = end of input)."""
-        events: list[Event] = []
-        for line in self._lines.feed(data):
-            if line is TOO_LARGE:
-                self._reject(
-                    InvalidRequest(
-                        f"Message too large: the limit is {self._lines.max_size} bytes per "
-                        "message; send smaller messages.",
-                    ),
-                    None,
-                    events,
-                )
-                continue
-            assert isinstance(line, bytes)
-            try:
-                obj = decode(line)
-            except ParseError as exc:
-                self._reject(exc, None, events)
-                continue
-            if type(obj) is list and len(obj) > self.max_batch:
-                size = len(obj)
-                del obj  # freed before the refusal allocates: see jsonrpc.loads
-                self._reject(batch_too_large(size, self.max_batch), None, events)
-                continue
-            self._receive_obj(obj, events)
-        return events
-
-    def receive_message(self, obj: Any) -> list[Event]:
-        """Feed one already-decoded JSON value (an object, or a batch array)."""
-        events: list[Event] = []
-        self._receive_obj(obj, events)
-        return events
-
-    def receive_eof(self) -> list[Event]:
-        """The input ended; deliver a last unterminated line, if any."""
-        return self.receive_data(b"")
-
-    def _receive_obj(self, obj: Any, events: list[Event]) -> None:
-        if type(obj) is list:
-            self._receive_batch(obj, events)
-            return
-        try:
-            msg = parse_message(obj)
-        except BadMessage as bad:
-            self._reject(bad.error, bad.id, events)
-            return
-        self._dispatch(msg, events, None)
-
-    def _receive_batch(self, items: list[Any], events: list[Event]) -> None:
-        rev = self.revision
-        if rev is None or not rev.batches:
-            where = f"protocol revision {rev.version}" if rev else "this session before initialize"
-            self._reject(
+def receive_data(self: ConnectionState, data: bytes) -> list[Event]:
+    """Feed bytes of a newline-framed stream (``b""`` = end of input)."""
+    events: list[Event] = []
+    for line in self._lines.feed(data):
+        if line is TOO_LARGE:
+            reject(
+                self,
                 InvalidRequest(
-                    f"Invalid Request: JSON-RPC batches are not supported in {where}; send "
-                    "one message at a time."
+                    f"Message too large: the limit is {self._lines.max_size} bytes per "
+                    "message; send smaller messages.",
                 ),
                 None,
                 events,
             )
-            return
-        if not items:
-            self._reject(InvalidRequest("Invalid Request: empty batch."), None, events)
-            return
-        if len(items) > self.max_batch:
-            self._reject(batch_too_large(len(items), self.max_batch), None, events)
-            return
-        batch = _Batch(key=_first_request_id(items))
-        for item in items:
-            try:
-                msg = parse_message(item)
-            except BadMessage as bad:
-                batch.parts.append(encode(self._error_obj(bad.id, bad.error.to_error())))
-                events.append(ProtocolViolation(bad.error))
-                continue
-            if isinstance(msg, Request) and msg.method == "initialize":
-                err = InvalidRequest("Invalid Request: 'initialize' must not be part of a batch.")
-                batch.parts.append(encode(self._error_obj(msg.id, err.to_error())))
-                events.append(ProtocolViolation(err))
-                continue
-            self._dispatch(msg, events, batch)
-        batch.receiving = False
-        self._maybe_flush_batch(batch)
-
-    def _dispatch(
-        self,
-        msg: Request | Notification | Response | ErrorResponse,
-        events: list[Event],
-        batch: _Batch | None,
-    ) -> None:
-        if type(msg) is Request:
-            self._on_request(msg, events, batch)
-        elif type(msg) is Notification:
-            self._on_notification(msg, events)
-        elif type(msg) is Response:
-            out = self._outbound.pop(msg.id, None)
-            if out is None:
-                return  # unknown, or cancelled/timed out: ignored (the race is allowed)
-            self._forget_token(out)
-            if out.progress_token is not None and _creates_task(msg.result, self.revision):
-                self._task_tokens.add(out.progress_token)  # valid for the task's lifetime
-            if out.method == "initialize":
-                self._on_initialize_result(msg.result, events)
-                return
-            events.append(ResponseReceived(msg.id, msg.result))
-        else:
-            assert isinstance(msg, ErrorResponse)
-            if msg.id is None:
-                events.append(ProtocolViolation(InvalidRequest(msg.message, msg.data)))
-                return
-            out = self._outbound.pop(msg.id, None)
-            if out is None:
-                return
-            self._forget_token(out)
-            remote = RemoteError(msg.code, msg.message, msg.data)
-            if out.method == "initialize":
-                self.lifecycle.close()
-                events.append(HandshakeFailed(f"initialize refused: {remote}"))
-                return
-            events.append(ErrorReceived(msg.id, remote))
-
-    def _on_request(self, req: Request, events: list[Event], batch: _Batch | None) -> None:
-        rid, method = req.id, req.method
-        if rid in self._inbound:
-            self._answer_error(rid, id_in_use(rid), batch, events)
-            return
-        params = req.params if req.params is not None else {}
-        if self.role is Role.SERVER and is_stateless_request(params):
-            self._on_stateless_request(rid, method, params, events, batch)  # 2026-07-28
-            return
-        lc = self.lifecycle
-        if not lc.peer_may_request(method):
-            if method == "initialize":
-                msg = "Invalid Request: the session is already initialized; 'initialize' is "
-                msg += "sent once per session."
-            elif lc.state is State.NEW:
-                msg = _NOT_INITIALIZED
-            elif lc.state is State.INITIALIZING:
-                msg = _AWAITING_INITIALIZED
-            else:
-                msg = "Invalid Request: the session is closed."
-            self._answer_error(rid, InvalidRequest(msg), batch, events)
-            return
-        if self.role is Role.SERVER:
-            if method == "initialize":
-                self._on_initialize(rid, params, events)
-                return
-            refused = self._server_refuses(method, self.revision)
-            if refused is not None:
-                self._answer_error(rid, refused, batch, events)
-                return
-        else:
-            rev = self.revision
-            if method != "ping" and (rev is None or method not in rev.server_requests):
-                self._answer_error(rid, _method_not_found(method, rev), batch, events)
-                return
-            cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
-            if cap is not None and not has_capability(self.capabilities, cap):
-                self._answer_error(
-                    rid,
-                    MethodNotFound(
-                        f"Method not found: this client does not support '{method}' (no "
-                        f"'{cap}' capability was declared)."
-                    ),
-                    batch,
-                    events,
-                )
-                return
-        meta = params.get("_meta")
-        token = meta.get("progressToken") if type(meta) is dict else None
-        if token is not None and not is_valid_id(token):
-            token = None
-        rec = _Inbound(method, token, None, batch)
-        if batch is not None:
-            batch.pending.add(rid)
-        self._inbound[rid] = rec
-        if self._cancelled:
-            self._cancelled.pop(rid, None)  # the id is live again: answers go to this one
-        if method == "ping":
-            self.send_result(rid, {})
-            return
-        if method == "logging/setLevel" and self.role is Role.SERVER:
-            level = params.get("level")
-            if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
-                self.send_error(
-                    rid,
-                    InvalidParams(
-                        f"Invalid params: unknown log level {level!r}; use one of "
-                        f"{', '.join(LOG_LEVELS)}."
-                    ),
-                )
-                return
-            self.log_level = level
-            self.send_result(rid, {})
-            return
-        events.append(RequestReceived(rid, method, params, None, self.revision,
-                                      self.peer_capabilities, self.peer_info, token))
-
-    def _server_refuses(self, method: str, rev: Revision | None) -> MethodNotFound | None:
-        """Server: why ``method`` cannot be served in ``rev`` (unknown there, or gated by a
-        capability this server did not declare), or None."""
-        if rev is not None and method not in rev.client_requests:
-            return _method_not_found(method, rev)
-        cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
-        if cap is not None and not has_capability(self.capabilities, cap):
-            return MethodNotFound(
-                f"Method not found: '{method}' is not offered by this server (it does "
-                f"not declare the '{cap}' capability)."
-            )
-        return None
-
-    def _on_stateless_request(
-        self,
-        rid: RequestId,
-        method: str,
-        params: JSONObject,
-        events: list[Event],
-        batch: _Batch | None,
-    ) -> None:
-        """A stateless (2026-07-28) request: judged on its own ``_meta``, whatever the
-        connection's handshake state."""
+            continue
+        assert isinstance(line, bytes)
         try:
-            meta = read_meta(params, self.stateless_versions)
-        except ProtocolError as exc:
-            self._answer_error(rid, exc, batch, events)
-            return
-        assert meta is not None
-        rev = meta.revision
-        refused = self._server_refuses(method, rev)
-        if refused is not None:
-            self._answer_error(rid, refused, batch, events)
-            return
-        token = params["_meta"].get("progressToken")
-        if token is not None and not is_valid_id(token):
-            token = None
-        self._inbound[rid] = _Inbound(method, token, None, batch, meta)
-        if self._cancelled:
-            self._cancelled.pop(rid, None)
-        if batch is not None:
-            batch.pending.add(rid)
-        if method == "server/discover":
-            discover: JSONObject = {
-                "supportedVersions": list(self.stateless_versions),
-                "capabilities": compat.server_capabilities(self.capabilities, rev),
-            }
-            if self.instructions:
-                discover["instructions"] = self.instructions
-            self.send_result(rid, discover)
-            return
-        events.append(RequestReceived(rid, method, params, meta, progress_token=token))
+            obj = decode(line)
+        except ParseError as exc:
+            reject(self, exc, None, events)
+            continue
+        if type(obj) is list and len(obj) > self.max_batch:
+            size = len(obj)
+            del obj  # freed before the refusal allocates: see jsonrpc.loads
+            reject(self, batch_too_large(size, self.max_batch), None, events)
+            continue
+        _receive_obj(self, obj, events)
+    return events
 
-    def _on_notification(self, note: Notification, events: list[Event]) -> None:
-        method = note.method
-        params = note.params if note.params is not None else {}
-        if method == "notifications/cancelled":
-            rid = params.get("requestId")
-            if not is_valid_id(rid):
-                return
-            assert isinstance(rid, str | int)
-            rec = self._inbound.get(rid)
-            if rec is None or rec.method == "initialize":
-                return  # unknown, finished or uncancellable: ignored
-            del self._inbound[rid]
-            self._remember_cancelled(rid)
-            if rec.batch is not None:
-                rec.batch.pending.discard(rid)
-                self._maybe_flush_batch(rec.batch)
-            else:  # no answer will come: a transport holding the exchange open ends it
-                self._outbox.append(Outgoing(b"", rid, True))
-            reason = params.get("reason")
-            events.append(CancelRequested(rid, reason if isinstance(reason, str) else None))
+
+def receive_message(self: ConnectionState, obj: Any) -> list[Event]:
+    """Feed one already-decoded JSON value (an object, or a batch array)."""
+    events: list[Event] = []
+    _receive_obj(self, obj, events)
+    return events
+
+
+def receive_eof(self: ConnectionState) -> list[Event]:
+    """The input ended; deliver a last unterminated line, if any."""
+    return receive_data(self, b"")
+
+
+def _receive_obj(self: ConnectionState, obj: Any, events: list[Event]) -> None:
+    if type(obj) is list:
+        _receive_batch(self, obj, events)
+        return
+    try:
+        msg = parse_message(obj)
+    except BadMessage as bad:
+        reject(self, bad.error, bad.id, events)
+        return
+    _dispatch(self, msg, events, None)
+
+
+def _receive_batch(self: ConnectionState, items: list[Any], events: list[Event]) -> None:
+    rev = self.revision
+    if rev is None or not rev.batches:
+        where = f"protocol revision {rev.version}" if rev else "this session before initialize"
+        reject(
+            self,
+            InvalidRequest(
+                f"Invalid Request: JSON-RPC batches are not supported in {where}; send "
+                "one message at a time."
+            ),
+            None,
+            events,
+        )
+        return
+    if not items:
+        reject(self, InvalidRequest("Invalid Request: empty batch."), None, events)
+        return
+    if len(items) > self.max_batch:
+        reject(self, batch_too_large(len(items), self.max_batch), None, events)
+        return
+    batch = _Batch(key=_first_request_id(items))
+    for item in items:
+        try:
+            msg = parse_message(item)
+        except BadMessage as bad:
+            batch.parts.append(encode(error_obj(self, bad.id, bad.error.to_error())))
+            events.append(ProtocolViolation(bad.error))
+            continue
+        if isinstance(msg, Request) and msg.method == "initialize":
+            err = InvalidRequest("Invalid Request: 'initialize' must not be part of a batch.")
+            batch.parts.append(encode(error_obj(self, msg.id, err.to_error())))
+            events.append(ProtocolViolation(err))
+            continue
+        _dispatch(self, msg, events, batch)
+    batch.receiving = False
+    maybe_flush_batch(self, batch)
+
+
+def _dispatch(
+    self: ConnectionState,
+    msg: Request | Notification | Response | ErrorResponse,
+    events: list[Event],
+    batch: _Batch | None,
+) -> None:
+    if type(msg) is Request:
+        _on_request(self, msg, events, batch)
+    elif type(msg) is Notification:
+        _on_notification(self, msg, events)
+    elif type(msg) is Response:
+        out = self._outbound.pop(msg.id, None)
+        if out is None:
+            return  # unknown, or cancelled/timed out: ignored (the race is allowed)
+        forget_token(self, out)
+        if out.progress_token is not None and _creates_task(msg.result, self.revision):
+            self._task_tokens.add(out.progress_token)  # valid for the task's lifetime
+        if out.method == "initialize":
+            on_initialize_result(self, msg.result, events)
             return
-        if method == "notifications/progress":
-            token = params.get("progressToken")
-            progress = params.get("progress")
-            if not is_valid_id(token) or type(progress) not in (int, float):
-                return
-            assert isinstance(token, str | int)
-            target = self._progress_tokens.get(token)
-            if target is None:
-                if token in self._task_tokens:  # a task's, after its CreateTaskResult
-                    events.append(NotificationReceived(method, params))
-                return
-            total = params.get("total")
-            message = params.get("message")
-            events.append(
-                ProgressReceived(
-                    target,
-                    float(progress),  # type: ignore[arg-type]
-                    float(total) if type(total) in (int, float) else None,  # type: ignore[arg-type]
-                    message if isinstance(message, str) else None,
-                )
+        events.append(ResponseReceived(msg.id, msg.result))
+    else:
+        assert isinstance(msg, ErrorResponse)
+        if msg.id is None:
+            events.append(ProtocolViolation(InvalidRequest(msg.message, msg.data)))
+            return
+        out = self._outbound.pop(msg.id, None)
+        if out is None:
+            return
+        forget_token(self, out)
+        remote = RemoteError(msg.code, msg.message, msg.data)
+        if out.method == "initialize":
+            self.lifecycle.close()
+            events.append(HandshakeFailed(f"initialize refused: {remote}"))
+            return
+        events.append(ErrorReceived(msg.id, remote))
+
+
+def _on_request(self: ConnectionState, req: Request, events: list[Event],
+                batch: _Batch | None) -> None:
+    rid, method = req.id, req.method
+    if rid in self._inbound:
+        answer_error(self, rid, id_in_use(rid), batch, events)
+        return
+    params = req.params if req.params is not None else {}
+    if self.role is Role.SERVER and is_stateless_request(params):
+        _on_stateless_request(self, rid, method, params, events, batch)  # 2026-07-28
+        return
+    lc = self.lifecycle
+    if not lc.peer_may_request(method):
+        if method == "initialize":
+            msg = "Invalid Request: the session is already initialized; 'initialize' is "
+            msg += "sent once per session."
+        elif lc.state is State.NEW:
+            msg = _NOT_INITIALIZED
+        elif lc.state is State.INITIALIZING:
+            msg = _AWAITING_INITIALIZED
+        else:
+            msg = "Invalid Request: the session is closed."
+        answer_error(self, rid, InvalidRequest(msg), batch, events)
+        return
+    if self.role is Role.SERVER:
+        if method == "initialize":
+            on_initialize(self, rid, params, events)
+            return
+        refused = _server_refuses(self, method, self.revision)
+        if refused is not None:
+            answer_error(self, rid, refused, batch, events)
+            return
+    else:
+        rev = self.revision
+        if method != "ping" and (rev is None or method not in rev.server_requests):
+            answer_error(self, rid, _method_not_found(method, rev), batch, events)
+            return
+        cap = CLIENT_CAPABILITY_FOR_REQUEST.get(method)
+        if cap is not None and not has_capability(self.capabilities, cap):
+            answer_error(
+                self,
+                rid,
+                MethodNotFound(
+                    f"Method not found: this client does not support '{method}' (no "
+                    f"'{cap}' capability was declared)."
+                ),
+                batch,
+                events,
             )
             return
-        if method == "notifications/initialized":
-            if self.role is Role.SERVER and self.lifecycle.advance(
-                "recv:notifications/initialized"
-            ):
-                events.append(SessionReady())
+    meta = params.get("_meta")
+    token = meta.get("progressToken") if type(meta) is dict else None
+    if token is not None and not is_valid_id(token):
+        token = None
+    rec = _Inbound(method, token, None, batch)
+    if batch is not None:
+        batch.pending.add(rid)
+    self._inbound[rid] = rec
+    if self._cancelled:
+        self._cancelled.pop(rid, None)  # the id is live again: answers go to this one
+    if method == "ping":
+        send_result(self, rid, {})
+        return
+    if method == "logging/setLevel" and self.role is Role.SERVER:
+        level = params.get("level")
+        if not isinstance(level, str) or level not in LOG_LEVEL_RANK:
+            send_error(
+                self,
+                rid,
+                InvalidParams(
+                    f"Invalid params: unknown log level {level!r}; use one of "
+                    f"{', '.join(LOG_LEVELS)}."
+                ),
+            )
             return
-        if self.lifecycle.state is State.NEW and (self.revision is None
-                                                  or self.revision.stateful):
-            return  # nothing but the handshake means anything yet (stateless: no handshake)
-        events.append(NotificationReceived(method, params))
+        self.log_level = level
+        send_result(self, rid, {})
+        return
+    events.append(RequestReceived(rid, method, params, None, self.revision,
+                                  self.peer_capabilities, self.peer_info, token))
+
+
+def _server_refuses(self: ConnectionState, method: str,
+                    rev: Revision | None) -> MethodNotFound | None:
+    """Server: why ``method`` cannot be served in ``rev`` (unknown there, or gated by a
+    capability this server did not declare), or None."""
+    if rev is not None and method not in rev.client_requests:
+        return _method_not_found(method, rev)
+    cap = SERVER_CAPABILITY_FOR_REQUEST.get(method)
+    if cap is not None and not has_capability(self.capabilities, cap):
+        return MethodNotFound(
+            f"Method not found: '{method}' is not offered by this server (it does "
+            f"not declare the '{cap}' capability)."
+        )
+    return None
+
+
+def _on_stateless_request(
+    self: ConnectionState,
+    rid: RequestId,
+    method: str,
+    params: JSONObject,
+    events: list[Event],
+    batch: _Batch | None,
+) -> None:
+    """A stateless (2026-07-28) request: judged on its own ``_meta``, whatever the
+    connection's handshake state."""
+    try:
+        meta = read_meta(params, self.stateless_versions)
+    except ProtocolError as exc:
+        answer_error(self, rid, exc, batch, events)
+        return
+    assert meta is not None
+    rev = meta.revision
+    refused = _server_refuses(self, method, rev)
+    if refused is not None:
+        answer_error(self, rid, refused, batch, events)
+        return
+    token = params["_meta"].get("progressToken")
+    if token is not None and not is_valid_id(token):
+        token = None
+    self._inbound[rid] = _Inbound(method, token, None, batch, meta)
+    if self._cancelled:
+        self._cancelled.pop(rid, None)
+    if batch is not None:
+        batch.pending.add(rid)
+    if method == "server/discover":
+        discover: JSONObject = {
+            "supportedVersions": list(self.stateless_versions),
+            "capabilities": compat.server_capabilities(self.capabilities, rev),
+        }
+        if self.instructions:
+            discover["instructions"] = self.instructions
+        send_result(self, rid, discover)
+        return
+    events.append(RequestReceived(rid, method, params, meta, progress_token=token))
+
+
+def _on_notification(self: ConnectionState, note: Notification, events: list[Event]) -> None:
+    method = note.method
+    params = note.params if note.params is not None else {}
+    if method == "notifications/cancelled":
+        rid = params.get("requestId")
+        if not is_valid_id(rid):
+            return
+        assert isinstance(rid, str | int)
+        rec = self._inbound.get(rid)
+        if rec is None or rec.method == "initialize":
+            return  # unknown, finished or uncancellable: ignored
+        del self._inbound[rid]
+        remember_cancelled(self, rid)
+        if rec.batch is not None:
+            rec.batch.pending.discard(rid)
+            maybe_flush_batch(self, rec.batch)
+        else:  # no answer will come: a transport holding the exchange open ends it
+            self._outbox.append(Outgoing(b"", rid, True))
+        reason = params.get("reason")
+        events.append(CancelRequested(rid, reason if isinstance(reason, str) else None))
+        return
+    if method == "notifications/progress":
+        token = params.get("progressToken")
+        progress = params.get("progress")
+        if not is_valid_id(token) or type(progress) not in (int, float):
+            return
+        assert isinstance(token, str | int)
+        target = self._progress_tokens.get(token)
+        if target is None:
+            if token in self._task_tokens:  # a task's, after its CreateTaskResult
+                events.append(NotificationReceived(method, params))
+            return
+        total = params.get("total")
+        message = params.get("message")
+        events.append(
+            ProgressReceived(
+                target,
+                float(progress),  # type: ignore[arg-type]
+                float(total) if type(total) in (int, float) else None,  # type: ignore[arg-type]
+                message if isinstance(message, str) else None,
+            )
+        )
+        return
+    if method == "notifications/initialized":
+        if self.role is Role.SERVER and self.lifecycle.advance(
+            "recv:notifications/initialized"
+        ):
+            events.append(SessionReady())
+        return
+    if self.lifecycle.state is State.NEW and (self.revision is None
+                                              or self.revision.stateful):
+        return  # nothing but the handshake means anything yet (stateless: no handshake)
+    events.append(NotificationReceived(method, params))
 
 
 def _creates_task(result: Any, rev: Revision | None) -> bool:
