@@ -13,8 +13,9 @@ instance that ``listen``s for that session (each ignores what is not for it):
 - ``CANCEL`` + a ``notifications/cancelled``: the client cancelled a request of the
   session; the instance running it takes it (behind a balancer the notification's POST
   may reach any instance).
-- ``CHANGED``: the session's record changed (the log level, the end of the handshake);
-  every holder reads it again at its next request instead of trusting its recent check.
+- ``CHANGED`` + the token of the instance that saved it: the session's record changed
+  (the log level, the end of the handshake); every other holder reads it again at its
+  next request instead of trusting its recent check.
 
 Deployment-wide changes go to ``DEPLOYMENT`` (a channel no session has), heard by every
 instance: ``LIST_CHANGED`` + a ``notifications/*/list_changed`` method, ``UPDATED`` + a

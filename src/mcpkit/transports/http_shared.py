@@ -82,7 +82,8 @@ class SharedSessions:
         session.conn.number_requests_from(secrets.randbelow(FIRST_ID_RANGE))
         try:
             await self.bus.listen(session.session_id,
-                                  functools.partial(_deliver, session, ended))
+                                  functools.partial(_deliver, session, ended,
+                                                    self.token.encode()))
         except StoreUnavailable:  # the request's 503: the session is not held here
             self._held.pop(session.session, None)
             raise
@@ -107,8 +108,9 @@ class SharedSessions:
         return True
 
     async def changed(self, session: HttpSession) -> None:
-        """Tell the session's other holders that its record changed (``_persist``)."""
-        await self.bus.publish(session.session_id, CHANGED)
+        """Tell the session's other holders that its record changed (``_persist``); the
+        message names this instance, which saved the change and so has it already."""
+        await self.bus.publish(session.session_id, CHANGED + self.token.encode())
 
     def leave(self, session: HttpSession) -> None:
         """Stop listening for a session dropped here, in the background: in a task of
@@ -171,12 +173,14 @@ def _cancels_elsewhere(session: HttpSession, msg: Any) -> bool:
     return isinstance(rid, str | int) and not _runs_here(session, rid)
 
 
-def _deliver(session: HttpSession, ended: Callable[[str], None], message: bytes) -> None:
+def _deliver(session: HttpSession, ended: Callable[[str], None], own: bytes,
+             message: bytes) -> None:
     kind, body = message[:1], message[1:]
     if kind == ENDED:
         ended(session.session_id)
     elif kind == CHANGED:
-        session.checked = 0.0  # read the record again at the next request
+        if body != own:  # another instance saved a change: read the record again at the
+            session.checked = 0.0  # next request (its own echo would undo a fresh check)
     elif kind == NOTIFY:
         if session.standalone is not None:
             session.standalone.push(body, False)
