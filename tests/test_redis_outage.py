@@ -156,24 +156,19 @@ async def test_a_task_ending_during_the_outage_keeps_its_result(
 
 
 async def test_a_get_stream_opened_during_the_outage_is_primed_once_redis_is_back(
-        client: McpHttp) -> None:
-    # The session's check is trusted for ``recheck`` seconds: 30 here, so that stopping
-    # Redis on a loaded machine (over a second in one CI run) stays inside the window.
-    from mcpkit.storage.redis_stores import RedisStores
-
-    with RedisServer(appendonly=True) as redis, LiveServer(everything_server().asgi_app(
-            store=RedisStores.from_url(redis.url, recheck=30))) as server:
-        client.url = server.url
-        await client.initialize()
-        assert (await client.request("ping")).status == 200  # the session just checked
-        redis.stop()
-        async with client.open_get() as stream:  # within the window the check is trusted
-            assert stream.status == 200
-            first = asyncio.create_task(stream.next_event(timeout=30))
-            await asyncio.sleep(2)
-            assert not first.done(), "the GET stream ended (or was primed) without Redis"
-            redis.start()
-            primed = await first
+        deployment: tuple[RedisServer, LiveServer], client: McpHttp) -> None:
+    redis, server = deployment
+    client.url = server.url
+    await client.initialize()
+    assert (await client.request("ping")).status == 200  # the session just checked
+    redis.stop()
+    async with client.open_get() as stream:  # within the second the check is trusted
+        assert stream.status == 200
+        first = asyncio.create_task(stream.next_event(timeout=30))
+        await asyncio.sleep(2)
+        assert not first.done(), "the GET stream ended (or was primed) without Redis"
+        redis.start()
+        primed = await first
     assert primed.id and not primed.data
 
 
