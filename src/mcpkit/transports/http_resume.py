@@ -25,6 +25,7 @@ import orjson
 from ..protocol.sse import encode_event
 from ..storage.faults import StoreUnavailable
 from .asgi import SSE_HEADERS, DisconnectWatch, Receive, Refused, Send
+from .http_drain import refusal
 from .http_session import HttpSession, is_answer
 from .http_stalls import MAX_STREAM_BUFFER, Sender, Stalls
 from .http_streams import STREAM_END, Listener, ResponseStream
@@ -88,6 +89,8 @@ async def resume(session: HttpSession, last: str, send: Send, receive: Receive,
     if await store.replay(session.session_id, last) is None:  # before touching a stream
         raise Refused(400, "Bad request: Last-Event-ID is not an event of this session; "
                            "open a new stream without it.")
+    if stop():  # the drain began while the store was read: it has ended the streams it
+        raise refusal()  # knew of and would never end this one (resume it elsewhere)
     stream_id = last.rpartition("_")[0]
     live = session.resumable.get(stream_id)
     reopen = False

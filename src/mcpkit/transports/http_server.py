@@ -556,6 +556,8 @@ class StreamableHTTPApp:
                          cfg.session_idle_timeout, self.stalls, cfg.max_stream_buffer,
                          lambda: self.drain.active)
             return
+        if self.drain.active:  # it began while the session was looked up (a shared store
+            raise refusal()    # awaits): the drain has ended the streams it knew of
         if session.standalone is not None and not session.standalone.done:
             raise Refused(409, "Conflict: this session already has an open GET stream.")
         listener = Listener(cfg.max_stream_buffer)
