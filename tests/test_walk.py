@@ -39,8 +39,7 @@ def _documented(heading: str) -> list[str]:
 
 
 def _walked(answer: dict[str, Any]) -> list[str]:
-    modules = answer["result"]["structuredContent"]["result"]
-    assert isinstance(modules, list)
+    modules: list[str] = answer["result"]["structuredContent"]["result"]
     return modules
 
 
