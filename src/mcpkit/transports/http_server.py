@@ -283,7 +283,7 @@ class StreamableHTTPApp:
         if not sid:
             raise Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
                                "'initialize' first to get one.")
-        owner = None if principal is None else identity_of(principal)
+        owner = None if principal is None else principal.identity
         session = self.sessions.get(sid)
         if session is not None and session.owner != owner:
             session = None
