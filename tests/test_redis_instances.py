@@ -107,6 +107,27 @@ async def test_a_recent_renewal_is_trusted_and_changes_still_reach_holders_at_on
     assert (await on(client, a).request("ping")).status == 404
 
 
+async def test_a_session_still_initializing_is_read_again_before_not_ready(
+        three: list[LiveServer], client: McpHttp, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B holds the session from before ``notifications/initialized`` (a ping, allowed
+    then) and trusts its copy for a while; the client's next request may reach B before
+    A's CHANGED does (the bus is not ordered with the client). Here it never arrives: B
+    must read the record again rather than refuse the request as not ready."""
+    from mcpkit.transports.http_shared import SharedSessions
+
+    async def withheld(self: SharedSessions, session: Any) -> None:
+        return None
+
+    a, b, _ = three
+    await on(client, a).initialize(initialized=False)
+    assert (await on(client, b).request("ping")).status == 200  # held on B, initializing
+    monkeypatch.setattr(SharedSessions, "changed", withheld)
+    assert (await on(client, a).notify("notifications/initialized")).status == 202
+    reply = await on(client, b).call_tool("add", {"a": 2, "b": 3})
+    assert reply.status == 200, reply.body
+    assert reply.json["result"]["structuredContent"] == {"result": 5}
+
+
 async def test_elicitation_answered_through_another_instance(
         three: list[LiveServer], client: McpHttp) -> None:
     a, b, c = three

@@ -274,11 +274,12 @@ class StreamableHTTPApp:
         session.last_seen = time.monotonic()
         self.sessions.move_to_end(session.session_id)
 
-    async def _session(self, headers: dict[str, str], principal: Principal | None
-                       ) -> HttpSession:
+    async def _session(self, headers: dict[str, str], principal: Principal | None,
+                       *, asks: bool = False) -> HttpSession:
         """The session the request names, if it exists and belongs to the request's
         principal; else the 404 of an unknown session (another identity's session is not
-        touched: its idle clock and its record stay as they were)."""
+        touched: its idle clock and its record stay as they were). ``asks``: the body
+        holds requests (a shared session still initializing is then read again)."""
         sid = headers.get("mcp-session-id")
         if not sid:
             raise Refused(400, "Bad request: the Mcp-Session-Id header is required; send "
@@ -295,7 +296,7 @@ class StreamableHTTPApp:
         elif session is None and len(sid) <= 100:
             session = await self._restore(sid, owner)
         if session is not None and self.shared is not None and not (
-                await self.shared.alive(session)):
+                await self.shared.alive(session, asks)):
             self._end(sid, forget=False)  # ended (or expired) on another instance
             session = None
         if session is None:
@@ -428,10 +429,10 @@ class StreamableHTTPApp:
                 raise Refused(400, "Invalid request: 'initialize' must not be in a batch.")
             await self._initialize(obj, send, principal, peer)
             return
-        session = await self._session(headers, principal)
-        self._check_version(headers, session)
         request_ids = [m["id"] for m in messages if isinstance(m, dict) and "method" in m
                        and "id" in m and is_valid_id(m["id"])]
+        session = await self._session(headers, principal, asks=bool(request_ids))
+        self._check_version(headers, session)
         if not request_ids:
             if self.shared is not None:  # answers awaited by another instance go there
                 obj = await self.shared.forward_answers(session, obj)

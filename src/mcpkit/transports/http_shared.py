@@ -42,6 +42,7 @@ from typing import Any
 
 import orjson
 
+from ..protocol.lifecycle import State
 from ..session import Session
 from ..storage.bus import ANSWER, CANCEL, CHANGED, ENDED, NOTIFY, SessionBus
 from ..storage.events import EventStore
@@ -88,12 +89,18 @@ class SharedSessions:
             self._held.pop(session.session, None)
             raise
 
-    async def alive(self, session: HttpSession) -> bool:
+    async def alive(self, session: HttpSession, asks: bool = False) -> bool:
         """Renew the session's record and take what another instance changed in it
         (the log level); False when another instance ended it, or it expired. Within
-        ``recheck`` seconds of the last renewal the local copy is trusted (see above)."""
+        ``recheck`` seconds of the last renewal the local copy is trusted (see above), but
+        not for requests (``asks``) while the copy still waits for
+        ``notifications/initialized``: the instance that took it may not have told this
+        one yet (the bus is not ordered with the client's next request), and the copy
+        would refuse them as not ready. (The notification itself is taken on the copy:
+        during a store outage too.)"""
         now = time.monotonic()
-        if now - session.checked < self.recheck:
+        if now - session.checked < self.recheck and not (
+                asks and session.conn.state is not State.READY):
             return True
         record = await self._touch(session.session_id)
         if not isinstance(record, dict):
