@@ -174,6 +174,8 @@ def draining_server(config: Any, drain: Any) -> Any:
                 if not (state.tasks or state.connections):
                     break
                 await asyncio.sleep(0.05)
+            for task in list(state.tasks):  # (before the aborts: see _cut_off)
+                _cut_off(task)
             for connection in list(state.connections):  # clients that do not read
                 transport = getattr(connection, "transport", None)
                 if transport is not None:
@@ -181,6 +183,19 @@ def draining_server(config: Any, drain: Any) -> Any:
             await super().shutdown(sockets=sockets)
 
     return uvicorn.Server(config) if drain is None else DrainingServer(config)
+
+
+def _cut_off(task: asyncio.Task[Any]) -> None:
+    """Mark the request cycle ``task`` runs (uvicorn's ``RequestResponseCycle.run_asgi``)
+    as disconnected, so that what it writes next is dropped rather than raised. uvicorn
+    marks only the connection's last parsed cycle when the connection is lost; with
+    pipelined requests the one running is an earlier one, and its next write on the
+    aborted transport raised (uvloop: "the handler is closed"), logged as an exception
+    of the app."""
+    frame = getattr(task.get_coro(), "cr_frame", None)
+    cycle = None if frame is None else frame.f_locals.get("self")
+    if cycle is not None and hasattr(cycle, "disconnected"):
+        cycle.disconnected = True
 
 
 def run_http(app: Any, *, host: str = "127.0.0.1", port: int = 8000, path: str = "/mcp",
