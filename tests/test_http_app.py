@@ -103,21 +103,23 @@ def server_state(server: Server) -> dict[str, Any]:
 def test_building_apps_leaves_the_server_as_it_was() -> None:
     server = make_server(rate_limit="5/minute")
     key = server.state_key  # (made on first use: made now, before the snapshot)
+    tasks = server.tasks  # (likewise)
     before = server_state(server)
     shared = server.asgi_app(store=NOWHERE, max_body=1000)
     sealed = server.asgi_app("/sealed", session_store=KeyStore(b"s" * 32))
     plain = server.asgi_app("/plain", response_mode="json")
     assert server_state(server) == before
     assert server.state_key == key
-    assert isinstance(server.tasks.store, MemoryTaskStore) and server.tasks.relay is None
+    assert server.tasks is tasks
+    assert isinstance(tasks.store, MemoryTaskStore) and tasks.relay is None
 
     # each app keeps its own options, stores, seal, buckets and tasks
     assert (shared.config.max_body, sealed.config.max_body) == (1000, 4 * 1024 * 1024)
     assert (plain.config.path, plain.config.response_mode) == ("/plain", "json")
     assert isinstance(shared.event_store, RedisEventStore) and shared.shared is not None
     mine = handlers(shared)
-    assert isinstance(mine._task_calls.manager.store, RedisTaskStore)
-    assert mine._task_calls.manager.relay is not None
+    assert isinstance(mine._tasks()[0].manager.store, RedisTaskStore)
+    assert mine._tasks()[0].manager.relay is not None
     assert isinstance(server._apps[mine].limiter.store, RedisBuckets)
     assert handlers(sealed)._seal.key == b"s" * 32
     assert handlers(plain) is server._methods  # nothing of its own: the server's table

@@ -83,7 +83,7 @@ class ProxyServer(Server):
         self._own_name = name
         self._tg: anyio.abc.TaskGroup | None = None
         self._peers = _SessionPeers(self._session_ended)
-        self._methods = ProxyMethods(self, self._registry, self._peers, self._seal, self.tasks)
+        self._methods = ProxyMethods(self, self._registry, self._peers, self._seal)
         self._compose()  # the middleware given to Server.__init__, around forwarding
         self._links: dict[Session, tuple[Link, Tap]] = {}
         self._shared_tap = Tap(None, self._peers)

@@ -34,7 +34,6 @@ from .prompts import Prompt
 from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
 from .serving import LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
-from .task_runs import TaskManager
 from .tools import Tool
 from .watch import CallWatch
 
@@ -44,6 +43,7 @@ if TYPE_CHECKING:
     from ..storage.tasks import TaskStore
     from ..transports.http_options import HttpKeywords
     from ..transports.http_server import StreamableHTTPApp
+    from .task_runs import TaskManager
 
 JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -140,11 +140,11 @@ class Server:
         self._registry = Registry(page_size=page_size, announce=self._peers.list_changed)
         self._seal = StateSeal(state_key)
         self._lifespan = SharedLifespan(lifespan, self)
-        #: The tasks of this server (``task_runs.TaskManager``): tools registered with
-        #: ``task="optional"|"required"`` run as tasks, kept in ``task_store``.
-        self.tasks = TaskManager(task_store, max_live=max_tasks)
+        self._task_store = task_store
+        self._max_tasks = max_tasks
+        self._tasks: TaskManager | None = None  # made on first use: see tasks
         self._own_task_store = task_store is None  # an asgi_app(store=...) shares its own
-        self._methods = Methods(self, self._registry, self._peers, self._seal, self.tasks)
+        self._methods = Methods(self, self._registry, self._peers, self._seal)
         if audit is not None and not callable(audit):
             raise ValueError(f"audit must be a callable taking an AuditRecord, got {audit!r}")
         if not isinstance(audit_arguments, bool):
@@ -180,6 +180,17 @@ class Server:
             self._registry.add_readable(r)
         for p in prompts:
             self.add_prompt(p)
+
+    @property
+    def tasks(self) -> TaskManager:
+        """The tasks of this server (``task_runs.TaskManager``): tools registered with
+        ``task="optional"|"required"`` run as tasks, kept in ``task_store``. Made on first
+        use: a server no task request reaches never loads the task machinery."""
+        if self._tasks is None:
+            from .task_runs import TaskManager
+
+            self._tasks = TaskManager(self._task_store, max_live=self._max_tasks)
+        return self._tasks
 
     @property
     def page_size(self) -> int:
@@ -344,13 +355,13 @@ class Server:
         """The middleware of a handler table whose tool calls ``watch`` rate-limits."""
         return [*self._middleware, watch] if self._watch.needed else self._middleware
 
-    def _handlers(self, seal: StateSeal, tasks: TaskManager, buckets: BucketStore | None
-                  ) -> Methods:
+    def _handlers(self, seal: StateSeal, tasks: TaskManager | None,
+                  buckets: BucketStore | None) -> Methods:
         """The handler table of an app (``http_app``) sealing with ``seal``, keeping its
         tasks in ``tasks`` and its rate-limit buckets in ``buckets`` (None: the
         server's): the server's own table when all are the server's, else one of the
         app's own over the same registries, peers and middleware."""
-        if seal is self._seal and tasks is self.tasks and buckets is None:
+        if seal is self._seal and tasks is None and buckets is None:
             return self._methods
         watch = self._watch
         if buckets is not None:

@@ -34,7 +34,7 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
     from ..transports.http_server import StreamableHTTPApp
 
     lifespan: Callable[[], AbstractAsyncContextManager[Any]] = server.lifespan_scope
-    tasks, buckets, bus, sharing = server.tasks, None, None, None
+    tasks, buckets, bus, sharing = None, None, None, None  # (None: the server's own)
     if options.store is not None:
         from .sharing import Sharing, shared_stores
 

@@ -32,26 +32,34 @@ from .mrtr import StateSeal
 from .peers import LISTEN_FLAGS, Peers
 from .registry import Completer, Registry
 from .resources import Resource, ResourceTemplate, check_uri
-from .task_calls import TaskCalls
-from .task_methods import TaskMethods
-from .task_runs import TaskManager
 
 if TYPE_CHECKING:
     from .app import Server
+    from .task_calls import TaskCalls
+    from .task_methods import TaskMethods
+    from .task_runs import TaskManager
 
 JSON = dict[str, Any]
 Handler = Callable[[Session, RequestReceived], HandlerResult]
+
+TASK_METHODS = ("tasks/get", "tasks/result", "tasks/list", "tasks/cancel", "tasks/update")
+"""Answered by ``task_methods.TaskMethods``, loaded with the rest of the task machinery on
+the first request that needs it (a server with no task tool never loads it, issue #28)."""
 
 
 class Methods:
     """Answers a session's requests and notifications from a server's registries."""
 
     def __init__(self, server: Server, registry: Registry, peers: Peers,
-                 seal: StateSeal, tasks: TaskManager) -> None:
+                 seal: StateSeal, tasks: TaskManager | None = None) -> None:
+        """``tasks``: where this table's tasks live (None: ``server.tasks``, made on first
+        use)."""
         self._server = server  # what each request's Context carries
         self._registry = registry
         self._peers = peers
         self._seal = seal
+        self._task_manager = tasks
+        self._task_work: tuple[TaskCalls, TaskMethods] | None = None
         self._plain: dict[str, Handler] | None = None  # the table before middleware
         self._notify_chain: NotifyNext | None = None
         self._table: dict[str, Handler] = {
@@ -67,12 +75,27 @@ class Methods:
             "completion/complete": self._complete,
             "subscriptions/listen": self._listen,
         }
-        self._task_calls = TaskCalls(tasks, seal)
-        self._tasks = TaskMethods(tasks)
-        self._table.update(self._tasks.table)
-        if tasks.on_change is None:  # (an app's table over the server's tasks: set once)
-            tasks.on_change = lambda run: peers.task_changed(
-                run.task_id, lambda: self._tasks.notice(run))
+        self._table.update(dict.fromkeys(TASK_METHODS, self._task_method))
+
+    def _tasks(self) -> tuple[TaskCalls, TaskMethods]:
+        """The task machinery over this table's task manager, made (and imported) on
+        first use; the manager's changes are announced to the peers from then on (no
+        task exists before: only this machinery makes them)."""
+        if self._task_work is None:
+            from .task_calls import TaskCalls
+            from .task_methods import TaskMethods
+
+            manager = self._server.tasks if self._task_manager is None else self._task_manager
+            calls, methods = TaskCalls(manager, self._seal), TaskMethods(manager)
+            if manager.on_change is None:  # (tables over one manager: the first one sets it)
+                peers = self._peers
+                manager.on_change = lambda run: peers.task_changed(
+                    run.task_id, lambda: methods.notice(run))
+            self._task_work = (calls, methods)
+        return self._task_work
+
+    def _task_method(self, session: Session, event: RequestReceived) -> HandlerResult:
+        return self._tasks()[1].table[event.method](session, event)
 
     def on_request(self, session: Session, event: RequestReceived) -> HandlerResult:
         """The session's request handler."""
@@ -151,7 +174,7 @@ class Methods:
             return self._refuse_arguments(session, event, invalid)
         ctx = self._context(session, event)
         if tool.task is not None or "task" in event.params:  # task_calls.py decides
-            return self._task_calls.call(session, event, tool, arguments, ctx)
+            return self._tasks()[0].call(session, event, tool, arguments, ctx)
         return self._sealed(event, ctx, tool.call(arguments, ctx))
 
     def use_middleware(self, middleware: list[Middleware]) -> None:
@@ -233,7 +256,7 @@ class Methods:
             honoured["resourceSubscriptions"] = [u for u in uris if isinstance(u, str)][:1000]
         ids = wanted.get("taskIds")
         if isinstance(ids, list) and ids:  # the tasks extension's notifications/tasks
-            watched = self._tasks.watchable(session, event, ids)
+            watched = self._tasks()[1].watchable(session, event, ids)
             if not isinstance(watched, list):  # some known only to the shared store
                 return self._listen_later(session, event, honoured, watched)
             honoured["taskIds"] = watched
