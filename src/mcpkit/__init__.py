@@ -52,6 +52,7 @@ if _typing.TYPE_CHECKING:
         Resource,
         ResourceLink,
         ResourceTemplate,
+        Schema,
         Server,
         Tool,
     )
@@ -95,6 +96,7 @@ _EXPORTS: dict[str, str] = {
     "Resource": "server",
     "ResourceLink": "server",
     "ResourceTemplate": "server",
+    "Schema": "server",
     "Server": "server",
     "Tool": "server",
     "Client": "client",
@@ -141,6 +143,7 @@ __all__ = [
     "ResourceLink",
     "ResourceNotFound",
     "ResourceTemplate",
+    "Schema",
     "Server",
     "ServerUnreachable",
     "TaskCancelled",

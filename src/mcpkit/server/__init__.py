@@ -13,6 +13,7 @@ from .limits import BucketStore, MemoryBuckets, RateLimit
 from .middleware import CallNext, Middleware, NotifyNext, Request
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
+from .schema import Schema
 from .tools import Tool
 
 if TYPE_CHECKING:
@@ -42,6 +43,7 @@ __all__ = [
     "Resource",
     "ResourceLink",
     "ResourceTemplate",
+    "Schema",
     "Server",
     "Tool",
 ]

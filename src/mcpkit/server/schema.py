@@ -4,6 +4,9 @@ Plain types (``str``, ``int``, ``float``, ``bool``, ``None``, ``list[...]``,
 ``dict[str, ...]``, ``Optional``/unions, ``Literal``, ``Enum``) are mapped here directly so
 a simple server never imports pydantic; anything richer (pydantic models, dataclasses,
 TypedDicts, ``Annotated[..., Field(...)]``) goes through pydantic's ``TypeAdapter``.
+``Annotated[T, Schema(...)]`` adds JSON Schema keywords to ``T``'s schema (a pattern, a
+length, a range, a description) without pydantic: importing pydantic alone costs a
+process ~16 MB, which a server that needs no model should not pay (issue #28).
 
 Every object derived from a model, a dataclass or a TypedDict is closed
 (``additionalProperties: false``), at any depth, as the top level of an ``inputSchema``
@@ -26,7 +29,7 @@ import functools
 import inspect
 import re
 import types
-from typing import TYPE_CHECKING, Any, Literal, Union, get_args, get_origin
+from typing import TYPE_CHECKING, Annotated, Any, Literal, Union, get_args, get_origin
 
 if TYPE_CHECKING:
     from .handler import HandlerSpec
@@ -41,6 +44,90 @@ _PRIMITIVES: dict[Any, JSON] = {
     type(None): {"type": "null"},
     Any: {},
 }
+
+
+KEYWORDS: frozenset[str] = frozenset({
+    # annotations
+    "title", "description", "default", "examples", "deprecated", "readOnly", "writeOnly",
+    "$comment",
+    # any instance
+    "const", "enum",
+    # strings
+    "minLength", "maxLength", "pattern", "format", "contentEncoding", "contentMediaType",
+    # numbers
+    "minimum", "maximum", "exclusiveMinimum", "exclusiveMaximum", "multipleOf",
+    # arrays
+    "minItems", "maxItems", "uniqueItems",
+    # objects
+    "minProperties", "maxProperties",
+})
+"""The keywords ``Schema`` takes: JSON Schema 2020-12's annotations and the validation
+keywords that constrain one value (not those that shape its type: that is the hint's)."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part.capitalize() for part in rest)
+
+
+class Schema:
+    """JSON Schema keywords for a parameter or a return value, in JSON Schema's own
+    spelling, merged into the schema of the type they annotate::
+
+        async def delete(filename: Annotated[str, Schema(
+                pattern=r"^[A-Za-z0-9_.-]+$", maxLength=100,
+                description="A file name in the workspace, no directory.")]) -> str:
+
+    The input schema says it and every call is validated against it (a violation is the
+    tool error that names the parameter); no pydantic is loaded for it. For a pattern,
+    prefer an ASCII class with ``maxLength`` to a bounded repetition of a Unicode one
+    (docs/server.md). A keyword outside ``KEYWORDS`` is refused with a ``TypeError``
+    (``max_length`` suggests ``maxLength``)."""
+
+    __slots__ = ("keywords",)
+
+    def __init__(self, **keywords: Any) -> None:
+        unknown = sorted(k for k in keywords if k not in KEYWORDS)
+        if unknown:
+            hints = [f"{k} (did you mean {_camel(k)}?)" if _camel(k) in KEYWORDS else k
+                     for k in unknown]
+            raise TypeError(f"Schema() got keywords JSON Schema does not have here: "
+                            f"{', '.join(hints)}; use JSON Schema's spelling, one of "
+                            f"{', '.join(sorted(KEYWORDS))}.")
+        self.keywords: JSON = keywords
+
+    def __repr__(self) -> str:
+        args = ", ".join(f"{k}={v!r}" for k, v in self.keywords.items())
+        return f"Schema({args})"
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Schema) and other.keywords == self.keywords
+
+    def __hash__(self) -> int:
+        return hash(tuple(sorted((k, repr(v)) for k, v in self.keywords.items())))
+
+    def __get_pydantic_json_schema__(self, core_schema: Any, handler: Any) -> JSON:
+        """Inside a type pydantic builds (a model's field, a union's member), the same
+        keywords, merged into the schema pydantic makes for the annotated type."""
+        out: JSON = handler(core_schema)
+        out.update(self.keywords)
+        return out
+
+
+def _split_schema(tp: Any) -> tuple[Any, JSON | None]:
+    """``Annotated[T, ..., Schema(...), ...]`` -> (``T`` with the other metadata kept, the
+    ``Schema`` keywords merged in order); any other type -> (it, None)."""
+    if get_origin(tp) is not Annotated:
+        return tp, None
+    base, *meta = get_args(tp)
+    marks = [m for m in meta if isinstance(m, Schema)]
+    if not marks:
+        return tp, None
+    keywords: JSON = {}
+    for mark in marks:
+        keywords.update(mark.keywords)
+    rest = tuple(m for m in meta if not isinstance(m, Schema))
+    return (Annotated[(base, *rest)] if rest else base), keywords
 
 
 class NeedsPydantic(Exception):
@@ -63,6 +150,13 @@ def plain_schema(tp: Any) -> JSON:
         return dict(_PRIMITIVES[tp])
     origin = get_origin(tp)
     args = get_args(tp)
+    if origin is Annotated:
+        if not all(isinstance(m, Schema) for m in tp.__metadata__):
+            raise NeedsPydantic
+        schema = plain_schema(tp.__origin__)
+        for mark in tp.__metadata__:
+            schema.update(mark.keywords)
+        return schema
     if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             raise NeedsPydantic
@@ -93,15 +187,19 @@ def plain_schema(tp: Any) -> JSON:
 
 
 def type_schema(tp: Any) -> tuple[JSON, Any]:
-    """Schema of any type, and a pydantic ``TypeAdapter`` when values need converting."""
+    """Schema of any type, and a pydantic ``TypeAdapter`` when values need converting;
+    ``Schema`` keywords on it (``Annotated``) are merged into the schema."""
+    tp, keywords = _split_schema(tp)
     try:
-        return plain_schema(tp), None
+        schema, adapter = plain_schema(tp), None
     except NeedsPydantic:
-        pass
-    from pydantic import TypeAdapter
+        from pydantic import TypeAdapter
 
-    adapter: Any = TypeAdapter(tp)
-    return adapter.json_schema(schema_generator=_closed_objects()), adapter
+        adapter = TypeAdapter(tp)
+        schema = adapter.json_schema(schema_generator=_closed_objects())
+    if keywords:
+        schema.update(keywords)
+    return schema, adapter
 
 
 @functools.cache

@@ -38,6 +38,17 @@ _PLAIN_KEYWORDS = frozenset(
         "description",
         "title",
         "uniqueItems",
+        # lengths and ranges (``Schema``): counted in code points, compared as numbers,
+        # alike in both; not ``pattern`` (Python's ``re`` is not ECMA-262: ``\d`` takes
+        # any Unicode digit) nor ``const``/``multipleOf`` (``True == 1``; float steps)
+        "minLength",
+        "maxLength",
+        "minimum",
+        "maximum",
+        "exclusiveMinimum",
+        "exclusiveMaximum",
+        "minItems",
+        "maxItems",
     }
 )
 
