@@ -161,8 +161,9 @@ def test_the_cli_loads_the_auth_modules_only_for_a_url(tmp_path: Path) -> None:
 IMPORT_MCPKIT = {"mcpkit"}
 
 CLI_VERSION = {"mcpkit", "mcpkit.cli", "mcpkit.cli.version", "mcpkit.protocol",
-               "mcpkit.protocol.versions"}
-"""``mcpkit --version``: answered before the parser is built."""
+               "mcpkit.protocol.release"}
+"""``mcpkit --version``: answered before the parser is built, from plain strings (not the
+revision table, whose dataclass would import ``dataclasses`` and ``inspect``)."""
 
 CLI = {
     "mcpkit", "mcpkit.check", "mcpkit.check.hosts", "mcpkit.cli", "mcpkit.cli.calls",
@@ -186,7 +187,8 @@ PLAIN_STDIO = {
     "mcpkit.protocol.events", "mcpkit.protocol.framing", "mcpkit.protocol.handshake",
     "mcpkit.protocol.inbound", "mcpkit.protocol.jsonrpc", "mcpkit.protocol.lifecycle",
     "mcpkit.protocol.methods", "mcpkit.protocol.nesting", "mcpkit.protocol.outbound",
-    "mcpkit.protocol.pointer", "mcpkit.protocol.record", "mcpkit.protocol.scopes",
+    "mcpkit.protocol.pointer", "mcpkit.protocol.record", "mcpkit.protocol.release",
+    "mcpkit.protocol.scopes",
     "mcpkit.protocol.stateless", "mcpkit.protocol.tasks", "mcpkit.protocol.versions",
     "mcpkit.server", "mcpkit.server.app", "mcpkit.server.arg_errors", "mcpkit.server.audit",
     "mcpkit.server.content", "mcpkit.server.context",
@@ -243,6 +245,8 @@ def test_the_cli_version_and_help_load_only_the_parser() -> None:
         assert ours == allowed, (argv, sorted(ours ^ allowed))
         assert theirs == packages, (argv, sorted(theirs ^ packages))
         assert not [m for m in CLI_NEVER if m in loaded], argv
+    version = _loaded("from mcpkit.cli import main\nmain(['--version'])")
+    assert not [m for m in ("typing", "dataclasses", "inspect") if m in version]
 
 
 def test_a_plain_stdio_server_starts_with_the_listed_modules(tmp_path: Path) -> None:

@@ -6,10 +6,10 @@ so ``mcpkit --version`` starts like a small tool, and a server never imports the
 (pydantic, the validators). ``from mcpkit import Server`` loads the server framework then.
 """
 
-import typing as _typing
 from importlib import import_module as _import_module
 
-if _typing.TYPE_CHECKING:
+_TYPE_CHECKING = False  # (not typing's: importing typing costs ``mcpkit --version`` ~3 ms)
+if _TYPE_CHECKING:
     from .client import Client, Http, Stdio
     from .protocol.errors import (
         CapabilityNotSupported,
@@ -35,8 +35,8 @@ if _typing.TYPE_CHECKING:
         ToolError,
         TransportError,
     )
+    from .protocol.release import MCPKIT_VERSION as __version__
     from .protocol.versions import LATEST_STATEFUL, STATEFUL_VERSIONS
-    from .protocol.versions import MCPKIT_VERSION as __version__
     from .server import (
         Audio,
         AuditLog,
@@ -155,7 +155,7 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> _typing.Any:
+def __getattr__(name: str) -> object:
     """A public name, imported from its module when first asked for (the next access is a
     plain attribute); a class shows itself as ``mcpkit.X``, the name users import it by.
     ``mcpkit.proxy`` is ``mcpkit.bridge.proxy``, likewise (not in ``__all__``, so
@@ -165,7 +165,7 @@ def __getattr__(name: str) -> _typing.Any:
 
         return proxy
     if name == "__version__":
-        from .protocol.versions import MCPKIT_VERSION
+        from .protocol.release import MCPKIT_VERSION
 
         return MCPKIT_VERSION
     where = _EXPORTS.get(name)

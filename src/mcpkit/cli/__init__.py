@@ -30,11 +30,11 @@ before anything else is imported.
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # (not typing's, nor collections.abc: --version imports neither)
 if TYPE_CHECKING:
     import argparse
+    from collections.abc import Sequence
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -9,7 +9,6 @@ def write_version() -> None:
     """Write the version line to stdout. The version is ``MCPKIT_VERSION``, the one
     pyproject.toml reads, not ``importlib.metadata``'s, whose scan of every installed
     distribution costs more than the rest of the command."""
-    from ..protocol.versions import MCPKIT_VERSION, STATEFUL_VERSIONS, STATELESS_VERSIONS
+    from ..protocol.release import MCPKIT_VERSION, NEWEST, OLDEST
 
-    sys.stdout.write(f"mcpkit {MCPKIT_VERSION} (MCP {min(STATEFUL_VERSIONS)} to "
-                     f"{max(STATELESS_VERSIONS)})\n")
+    sys.stdout.write(f"mcpkit {MCPKIT_VERSION} (MCP {OLDEST} to {NEWEST})\n")

@@ -15,14 +15,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Final, Literal, get_args
 
-V2024_11_05: Final = "2024-11-05"
-V2025_03_26: Final = "2025-03-26"
-V2025_06_18: Final = "2025-06-18"
-V2025_11_25: Final = "2025-11-25"
-V2026_07_28: Final = "2026-07-28"
-
-MCPKIT_VERSION: Final = "0.1.0"
-"""This library's own release, ``mcpkit.__version__`` (pyproject.toml reads it here)."""
+from .release import V2024_11_05 as V2024_11_05
+from .release import V2025_03_26 as V2025_03_26
+from .release import V2025_06_18 as V2025_06_18
+from .release import V2025_11_25 as V2025_11_25
+from .release import V2026_07_28 as V2026_07_28
 
 STATEFUL_VERSIONS: Final = (V2024_11_05, V2025_03_26, V2025_06_18, V2025_11_25)
 """The handshake-era revisions, oldest first."""

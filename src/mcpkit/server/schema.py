@@ -153,10 +153,10 @@ def plain_schema(tp: Any) -> JSON:
     if origin is Annotated:
         if not all(isinstance(m, Schema) for m in tp.__metadata__):
             raise NeedsPydantic
-        schema = plain_schema(tp.__origin__)
+        marked = plain_schema(tp.__origin__)
         for mark in tp.__metadata__:
-            schema.update(mark.keywords)
-        return schema
+            marked.update(mark.keywords)
+        return marked
     if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             raise NeedsPydantic
