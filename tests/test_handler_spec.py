@@ -395,3 +395,42 @@ async def test_a_request_handler_returns_an_awaitable_ready_is_answered_inline(
                     loop.set_task_factory(original)
             await theirs.aclose()
         await ours.aclose()
+
+
+class Point:
+    x: int
+
+
+def test_string_hints_resolve_as_get_type_hints_does() -> None:
+    """``resolve_hints`` evaluates string annotations itself, each distinct text compiled
+    once (issue #28); what it returns is what ``typing.get_type_hints`` returns, and what
+    needs more (a quoted name inside a hint, a name only the closure has) still gets it."""
+    import typing
+
+    from mcpkit.server.handler import resolve_hints
+
+    def plain(a: int, b: str | None, c: list[Point], d: Annotated[int, "doc"],
+              e: dict[str, Any] = {}) -> None:  # noqa: B006 (never called)
+        """(a hint of every kind)"""
+
+    def quoted(p: list["Point"]) -> "Point":  # noqa: UP037 (the case under test)
+        return p[0]
+
+    @functools.wraps(plain)
+    def wrapper(*args: Any, **kwargs: Any) -> None:
+        return None
+
+    for fn in (plain, quoted, wrapper):
+        assert resolve_hints(fn) == typing.get_type_hints(fn, include_extras=True), fn
+
+    def make() -> Any:
+        class Local:
+            pass
+
+        def uses_local(item: Local) -> Local:
+            return item if isinstance(item, Local) else Local()  # (Local: a closure name)
+
+        return uses_local, Local
+
+    uses_local, local = make()
+    assert resolve_hints(uses_local) == {"item": local, "return": local}  # the closure's
