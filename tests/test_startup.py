@@ -187,12 +187,12 @@ PLAIN_STDIO = {
     "mcpkit.protocol.events", "mcpkit.protocol.framing", "mcpkit.protocol.handshake",
     "mcpkit.protocol.inbound", "mcpkit.protocol.jsonrpc", "mcpkit.protocol.lifecycle",
     "mcpkit.protocol.methods", "mcpkit.protocol.nesting", "mcpkit.protocol.outbound",
-    "mcpkit.protocol.pointer", "mcpkit.protocol.record", "mcpkit.protocol.release",
+    "mcpkit.protocol.record", "mcpkit.protocol.release",
     "mcpkit.protocol.scopes",
     "mcpkit.protocol.stateless", "mcpkit.protocol.tasks", "mcpkit.protocol.versions",
-    "mcpkit.server", "mcpkit.server.app", "mcpkit.server.arg_errors", "mcpkit.server.audit",
+    "mcpkit.server", "mcpkit.server.app", "mcpkit.server.audit",
     "mcpkit.server.content", "mcpkit.server.context",
-    "mcpkit.server.declared", "mcpkit.server.elicit_forms", "mcpkit.server.handler",
+    "mcpkit.server.declared", "mcpkit.server.handler",
     "mcpkit.server.limits", "mcpkit.server.methods", "mcpkit.server.middleware",
     "mcpkit.server.mrtr", "mcpkit.server.peers", "mcpkit.server.prompts",
     "mcpkit.server.registry", "mcpkit.server.resources", "mcpkit.server.schema",
@@ -200,12 +200,12 @@ PLAIN_STDIO = {
     "mcpkit.server.validation", "mcpkit.server.watch",
     "mcpkit.session", "mcpkit.session.asking", "mcpkit.session.dispatch",
     "mcpkit.session.interfaces", "mcpkit.session.loop", "mcpkit.session.pump",
-    "mcpkit.session.telemetry",
     "mcpkit.transports", "mcpkit.transports.stdio",
 }
 """A stdio server with one plain tool, started and stopped before any request. Not here
 (#28 item 1): the task machinery and its stores (``Server.tasks`` and the ``tasks/*``
-handlers are made on the first task request), the ready-made middleware (on first use)."""
+handlers are made on the first task request), the ready-made middleware, OpenTelemetry's
+hooks, the argument-error texts (the first refused call) and typed elicitation forms."""
 PLAIN_STDIO_PACKAGES = {"anyio", "orjson", "sniffio", "typing_extensions"}
 
 

@@ -33,7 +33,6 @@ from ..protocol.record import Record
 from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
-from .elicit_forms import form_for
 from .mrtr import InputRequired, check_answer
 
 if TYPE_CHECKING:
@@ -416,7 +415,11 @@ class Context:
         ``ToolError``. Never ask for passwords, API keys or other secrets this way: use
         ``elicit_url``.
         """
-        form = None if isinstance(schema, dict) else form_for(schema)
+        form = None
+        if not isinstance(schema, dict):  # a type: its form (pydantic) made on first use
+            from .elicit_forms import form_for
+
+            form = form_for(schema)
         if form is not None:
             schema = form.schema
         caps = self.client_capabilities.get("elicitation")

@@ -13,7 +13,6 @@ from typing import Any
 from ..protocol.errors import InvalidParams
 from ..protocol.scopes import check_scopes
 from . import declared
-from .arg_errors import bounded
 from .content import to_blocks
 from .context import Context
 from .declared import ObjectLike
@@ -110,6 +109,8 @@ class Prompt:
 
 def _keys(names: list[str]) -> str:
     """Names a peer sent, for an error: the first 8, each cut at 60 characters."""
+    from .arg_errors import bounded
+
     more = f" and {len(names) - 8} more" if len(names) > 8 else ""
     return ", ".join(bounded(n, 60) for n in names[:8]) + more
 

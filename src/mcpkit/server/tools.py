@@ -26,13 +26,6 @@ from ..protocol.scopes import check_scopes
 from ..protocol.tasks import TASK_SUPPORT, TaskSupport
 from ..session import HandlerResult, Ready
 from . import declared
-from .arg_errors import (
-    Problem,
-    at_instance_path,
-    invalid_arguments_text,
-    pydantic_problems,
-    schema_problems,
-)
 from .content import is_content, summarise, to_blocks, to_json_text
 from .context import Context
 from .declared import ObjectLike
@@ -157,6 +150,8 @@ class Tool:
         """An ``isError`` result if ``arguments`` fail the input schema, else None."""
         if self.validator.is_valid(arguments):
             return None
+        from .arg_errors import invalid_arguments_text, schema_problems  # (refusals only)
+
         problems = schema_problems(self.input_schema, self.validator.iter_errors(arguments))
         return error_result(invalid_arguments_text(self.name, problems, self.input_schema))
 
@@ -191,6 +186,8 @@ class Tool:
     def _unconvertible(self, exc: ConversionFailed) -> JSON:
         """The ``isError`` result for arguments that passed the schema but not pydantic
         (an ``HttpUrl``, a custom validator), in the same words as a schema failure."""
+        from .arg_errors import Problem, at_instance_path, invalid_arguments_text, pydantic_problems
+
         cause = exc.cause
         if callable(getattr(cause, "errors", None)):
             problems = pydantic_problems(self.input_schema, (exc.param,), cause)

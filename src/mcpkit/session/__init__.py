@@ -8,6 +8,8 @@ HTTP transports give a session their own ``Output`` and feed it decoded messages
 ``telemetry.Telemetry``: OpenTelemetry spans and metrics of the messages (optional).
 """
 
+from typing import TYPE_CHECKING
+
 from ..protocol.errors import RemoteError
 from .dispatch import Session
 from .interfaces import (
@@ -22,7 +24,9 @@ from .interfaces import (
     SessionNotificationHandler,
 )
 from .pump import DEFAULT_OUTPUT_BUFFER, BytePump, ByteStream
-from .telemetry import Telemetry
+
+if TYPE_CHECKING:
+    from .telemetry import Telemetry
 
 __all__ = [
     "DEFAULT_DRAIN_TIMEOUT",
@@ -41,3 +45,13 @@ __all__ = [
     "Session",
     "Telemetry",
 ]
+
+
+def __getattr__(name: str) -> object:
+    """``Telemetry`` is imported when first asked for: a session without it never loads
+    it (issue #28)."""
+    if name == "Telemetry":
+        from .telemetry import Telemetry
+
+        return Telemetry
+    raise AttributeError(f"module 'mcpkit.session' has no attribute {name!r}")
