@@ -17,7 +17,6 @@ the server, the client and the checker agree on them; nothing here keeps state.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final, Literal, get_args
 
@@ -71,13 +70,19 @@ def is_terminal(status: str) -> bool:
     return status in TERMINAL
 
 
-@dataclass(frozen=True, slots=True)
 class WireForm:
-    """The field names of one generation (the rest of ``Task`` is spelt the same)."""
+    """The field names of one generation (the rest of ``Task`` is spelt the same); two
+    instances, ``CORE`` and ``EXT``, compared by identity."""
 
-    ttl: str
-    poll_interval: str
-    extension: bool
+    __slots__ = ("extension", "poll_interval", "ttl")
+
+    def __init__(self, ttl: str, poll_interval: str, *, extension: bool) -> None:
+        self.ttl = ttl
+        self.poll_interval = poll_interval
+        self.extension = extension
+
+    def __repr__(self) -> str:
+        return "EXT" if self.extension else "CORE"
 
 
 CORE: Final = WireForm("ttl", "pollInterval", extension=False)
