@@ -66,6 +66,10 @@ def _startup(figures: dict[str, Any]) -> int:
          " MB")
     over("idle HTTP RSS, over raw uvicorn", "http_idle_rss_mb", "http_idle_rss_raw_mb", 8,
          " MB")
+    notes, raw = figures.get("http_idle_rss_notes_mb"), figures.get("http_idle_rss_raw_mb")
+    if isinstance(notes, int | float) and isinstance(raw, int | float):
+        print(f"info  idle HTTP RSS of examples/notes.py (pydantic models), over raw uvicorn"
+              f"  {notes - raw:.2f} MB")
     version, bare = figures.get("cli_version_ms"), figures.get("python_pass_ms")
     if isinstance(version, int | float) and isinstance(bare, int | float) and bare:
         missed += _verdict("mcpkit --version vs python -c pass", version / bare, "<=", 2, "x")

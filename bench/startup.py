@@ -15,8 +15,10 @@ load from other processes lands on all of them alike, after one unmeasured warm-
 * idle stdio RSS of the same two, 1 s after ``initialize`` and one ``tools/call``;
 * ``mcpkit call --stdio "python examples/notes.py" notes_search query=x``, end to end: two
   Pythons (the CLI and the server) and one call, against two floor cold starts;
-* idle RSS of an HTTP server after one session and call: ``examples/notes.py`` under
-  ``mcpkit run --http`` against a bare uvicorn app (the floor of any ASGI server).
+* idle RSS of an HTTP server after one session and call: ``examples/everything.py``
+  under ``mcpkit run --http`` against a bare uvicorn app (the floor of any ASGI server);
+  and, for information, ``examples/notes.py``, whose tools return pydantic models (what
+  importing pydantic adds).
 
 ``--json FILE`` merges the figures into a mcpbench result file (``bench/run.sh`` passes
 its ``results.json``) under ``"startup"``, where ``bench/goals.py`` checks the goals.
@@ -115,8 +117,10 @@ def _rss_mb(pid: int) -> float:
     raise SystemExit(f"bench/startup.py: no VmRSS for pid {pid}")
 
 
-def _idle_http_rss(cmd: list[str], port: int, env: dict[str, str], *, mcp: bool) -> float:
-    """RSS of an HTTP server 1 s after one request (an MCP session and call, or one POST)."""
+def _idle_http_rss(cmd: list[str], port: int, env: dict[str, str], *, mcp: bool,
+                   call: tuple[str, dict[str, str]] = ("echo", {"text": "hello"})) -> float:
+    """RSS of an HTTP server 1 s after one request (an MCP session and ``call``, or one
+    POST)."""
     import httpx
 
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
@@ -145,7 +149,7 @@ def _idle_http_rss(cmd: list[str], port: int, env: dict[str, str], *, mcp: bool)
                     "jsonrpc": "2.0", "method": "notifications/initialized"})
                 http.post(url, headers=session, json={
                     "jsonrpc": "2.0", "id": 2, "method": "tools/call",
-                    "params": {"name": "notes_search", "arguments": {"query": "x"}}},
+                    "params": {"name": call[0], "arguments": call[1]}},
                 ).raise_for_status()
         time.sleep(1.0)
         return _rss_mb(proc.pid)
@@ -192,8 +196,13 @@ def main() -> int:
          "warning", "raw_asgi:app"], port, env, mcp=False)
     port = _free_port()
     figures["http_idle_rss_mb"] = _idle_http_rss(
-        [MCPKIT, "run", "--http", "--port", str(port), str(ROOT / "examples" / "notes.py")],
+        [MCPKIT, "run", "--http", "--port", str(port), str(ROOT / "examples" /
+                                                            "everything.py")],
         port, env, mcp=True)
+    port = _free_port()  # (information: a server whose tools use pydantic models)
+    figures["http_idle_rss_notes_mb"] = _idle_http_rss(
+        [MCPKIT, "run", "--http", "--port", str(port), str(ROOT / "examples" / "notes.py")],
+        port, env, mcp=True, call=("notes_search", {"query": "x"}))
     for k, v in figures.items():
         print(f"{k:24s} {v:8.1f}")
     if opts.json:
