@@ -187,3 +187,120 @@ async def test_a_client_answer_that_does_not_fit_reaches_the_model_as_is_error()
         async with client:
             res = await client.call_tool("delete_file", {"path": "/tmp/x"})
     assert res.is_error and "did not fit the requested form" in res.text
+
+
+# --------------------------------------------------------------------------- FastMCP's spelling
+# Issue #29 item 3: a FastMCP handler ports as it is: ctx.elicit(msg, response_type=...)
+# with every spelling FastMCP reads, typed data back in both eras.
+
+PRIORITIES = {"low": {"title": "Low priority"}, "high": {"title": "High priority"}}
+
+
+def fastmcp_server() -> Server:
+    server = Server("ported")
+
+    @server.tool
+    async def ask(kind: str, ctx: Context) -> str:
+        """Ask the user one question of the given kind."""
+        spelled: dict[str, Any] = {
+            "bool": {"response_type": bool},
+            "int": {"response_type": int, "response_title": "How many?"},
+            "confirm": {"response_type": None},
+            "choice": {"response_type": ["low", "high"]},
+            "choices": {"response_type": [["ai", "web"]]},
+            "titled": {"response_type": PRIORITIES},
+            "titled_many": {"response_type": [PRIORITIES]},
+            "literal": {"response_type": Literal["yes", "no"]},
+            "enum": {"response_type": Color},
+            "dataclass": {"response_type": Point},
+        }
+        answer = await ctx.elicit(f"question {kind}", **spelled[kind])
+        return f"{answer.action} {answer.data!r}"
+
+    @server.tool
+    async def misuse(ctx: Context) -> str:
+        """Passes the type twice (a porting mistake)."""
+        await ctx.elicit("Sure?", bool, response_type=bool)
+        return "unreachable"
+
+    return server
+
+
+ANSWERS: dict[str, Any] = {
+    "bool": {"value": True}, "int": {"value": 3}, "confirm": {}, "choice": {"value": "high"},
+    "choices": {"value": ["web"]}, "titled": {"value": "low"}, "titled_many": {"value": ["high"]},
+    "literal": {"value": "no"}, "enum": {"value": "blue"}, "dataclass": {"x": 2, "y": 1},
+}
+EXPECTED = {
+    "bool": "accept True", "int": "accept 3", "confirm": "accept {}", "choice": "accept 'high'",
+    "choices": "accept ['web']", "titled": "accept 'low'", "titled_many": "accept ['high']",
+    "literal": "accept 'no'", "enum": "accept <Color.BLUE: 'blue'>",
+    "dataclass": "accept Point(x=2.0, y=1.0)",
+}
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("version", ["2025-06-18", "2025-11-25", "2026-07-28"])
+async def test_fastmcp_response_type_spellings_in_every_era(version: str) -> None:
+    asked: dict[str, dict[str, Any]] = {}
+
+    def user(params: dict[str, Any]) -> dict[str, Any]:
+        kind = params["message"].split()[-1]
+        asked[kind] = params["requestedSchema"]
+        return {"action": "accept", "content": ANSWERS[kind]}
+
+    mode = "stateless" if version == "2026-07-28" else "stateful"
+    client = TappedClient(fastmcp_server(), protocol_version=version, mode=mode,
+                          elicitation=user, timeout=LIMIT)
+    multi = {"choices", "titled_many"}
+    with anyio.fail_after(LIMIT):
+        async with client:
+            for kind, expected in EXPECTED.items():
+                res = await client.call_tool("ask", {"kind": kind})
+                if version == "2025-06-18" and kind in multi:  # no multi-select there
+                    assert res.is_error and "cannot run in this session" in res.text, res.text
+                    continue
+                assert not res.is_error and res.text == expected, (kind, res.text)
+    client.wire.assert_clean()  # every requestedSchema valid in that revision's schema
+    assert asked["confirm"] == {"type": "object", "properties": {}}
+    assert asked["int"]["properties"]["value"] == {"type": "integer", "title": "How many?"}
+    assert asked["choice"]["properties"]["value"] == {"type": "string",
+                                                      "enum": ["low", "high"]}
+    titled = asked["titled"]["properties"]["value"]
+    if version == "2025-06-18":  # titled choices as that revision spells them
+        assert titled == {"type": "string", "enum": ["low", "high"],
+                          "enumNames": ["Low priority", "High priority"]}
+    else:
+        assert titled == {"type": "string", "oneOf": [
+            {"const": "low", "title": "Low priority"},
+            {"const": "high", "title": "High priority"}]}
+        assert asked["titled_many"]["properties"]["value"]["items"] == {
+            "anyOf": titled["oneOf"]}
+
+
+@pytest.mark.anyio
+async def test_a_misused_elicit_is_logged_with_its_cause_on_the_first_line(
+        caplog: pytest.LogCaptureFixture) -> None:
+    client = TappedClient(fastmcp_server(), protocol_version="2025-11-25", timeout=LIMIT,
+                          elicitation=lambda p: {"action": "cancel"})
+    with anyio.fail_after(LIMIT), caplog.at_level("ERROR", logger="mcpkit"):
+        async with client:
+            res = await client.call_tool("misuse")
+    assert res.is_error and "failed unexpectedly (TypeError)" in res.text
+    (record,) = [r for r in caplog.records if "misuse" in r.getMessage()]
+    first = record.getMessage().splitlines()[0]
+    assert first.startswith("tool 'misuse' raised TypeError: elicit() takes what to ask "
+                            "for once"), first
+
+
+def test_shorthands_that_cannot_be_a_form_are_refused_plainly() -> None:
+    from mcpkit.server.elicit_forms import shorthand_form
+
+    for bad, words in (([], "non-empty list of strings"), ([1, 2], "list of strings"),
+                       ({"low": "Low"}, "{value: {'title': ...}}"), ({}, "at least one")):
+        with pytest.raises(TypeError, match=words.replace("(", r"\(").replace("{", r"\{")):
+            shorthand_form(bad)
+    with pytest.raises(TypeError, match="a confirmation"):
+        shorthand_form(None, title="Sure?")
+    with pytest.raises(TypeError, match="labels its own fields"):
+        shorthand_form(Point, description="A point")

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     from .task_runs import TaskRun
 
 T = TypeVar("T")
+_UNSET: Any = object()  # (an argument not given: None means something to elicit)
 LogLevel = Literal["debug", "info", "notice", "warning", "error", "critical", "alert", "emergency"]
 
 
@@ -393,15 +394,27 @@ class Context:
                      key: str | None = None) -> ElicitResult[T]: ...
 
     @overload
-    async def elicit(self, message: str, schema: JSONObject | Any, *,
+    async def elicit(self, message: str, *, response_type: type[T],
+                     response_title: str | None = None,
+                     response_description: str | None = None,
+                     timeout: float | None = 600.0, key: str | None = None
+                     ) -> ElicitResult[T]: ...
+
+    @overload
+    async def elicit(self, message: str, schema: JSONObject | Any = ..., *,
+                     response_type: Any = ..., response_title: str | None = None,
+                     response_description: str | None = None,
                      timeout: float | None = 600.0, key: str | None = None
                      ) -> ElicitResult[Any]: ...
 
     async def elicit(
         self,
         message: str,
-        schema: JSONObject | Any,
+        schema: JSONObject | Any = _UNSET,
         *,
+        response_type: Any = _UNSET,
+        response_title: str | None = None,
+        response_description: str | None = None,
         timeout: float | None = 600.0,
         key: str | None = None,
     ) -> ElicitResult[Any]:
@@ -414,14 +427,33 @@ class Context:
         (``server/elicit_forms.py``). An accepted answer that does not fit raises
         ``ToolError``. Never ask for passwords, API keys or other secrets this way: use
         ``elicit_url``.
-        """
-        form = None
-        if not isinstance(schema, dict):  # a type: its form (pydantic) made on first use
-            from .elicit_forms import form_for
 
-            form = form_for(schema)
-        if form is not None:
+        ``response_type=`` is FastMCP's spelling, accepted as FastMCP reads it (a port
+        keeps its handlers): a type as above, ``None`` for a plain confirmation
+        (``data`` is ``{}``), ``["low", "high"]`` for one choice, ``[["a", "b"]]`` for
+        several, ``{"low": {"title": "Low"}}`` for titled choices (``[{...}]``: several);
+        ``response_title``/``response_description`` label the one field of such a form.
+        """
+        if response_type is not _UNSET:
+            if schema is not _UNSET:
+                raise TypeError("elicit() takes what to ask for once: a type or schema as "
+                                "the second argument, or response_type=, not both")
+            from .elicit_forms import shorthand_form
+
+            form: Any = shorthand_form(response_type, response_title, response_description)
             schema = form.schema
+        elif schema is _UNSET:
+            raise TypeError("elicit() needs what to ask for: a type (ctx.elicit(msg, bool)), "
+                            "a requestedSchema dict, or response_type=...")
+        elif response_title is not None or response_description is not None:
+            raise TypeError("response_title/response_description go with response_type=")
+        else:
+            form = None
+            if not isinstance(schema, dict):  # a type: its form (pydantic) made on first use
+                from .elicit_forms import form_for
+
+                form = form_for(schema)
+                schema = form.schema
         caps = self.client_capabilities.get("elicitation")
         if not isinstance(caps, dict):
             self._missing("elicitation", "the client did not declare the 'elicitation' "
@@ -429,9 +461,14 @@ class Context:
         elif caps and "form" not in caps:
             self._missing("elicitation.form", "the client supports only URL-mode elicitation")
         rev = self.revision
-        if rev.has("elicitation") and not rev.has("elicitation_url"):
-            # Before 2025-11-25 (SEP-1330 came with URL mode) a field is a primitive or a
-            # string enum: a multi-select (type: array) has no spelling there.
+        if rev.has("elicitation") and not rev.has("elicitation_choices"):
+            # Before 2025-11-25 (SEP-1330) a field is a primitive or a string enum: a
+            # multi-select (type: array) has no spelling there, and titled choices are an
+            # enum with enumNames.
+            if form is not None:
+                from .elicit_forms import for_revision
+
+                schema = for_revision(schema, titled_choices=False)
             props = schema.get("properties")
             for name, prop in (props if isinstance(props, dict) else {}).items():
                 if isinstance(prop, dict) and prop.get("type") == "array":

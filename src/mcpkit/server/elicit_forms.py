@@ -12,7 +12,10 @@ array of string enums. :func:`form_for` builds that schema from
 
 and turns the user's accepted content back into that type. A type that cannot be a flat
 form (a nested model, a list of numbers) is refused with a ``TypeError`` naming the
-field, before anything is sent. The content is checked against the schema first (the
+field, before anything is sent. :func:`shorthand_form` reads FastMCP's ``response_type``
+spellings too (``None`` for a plain confirmation, ``["a", "b"]`` for a choice,
+``[["a", "b"]]`` for several, ``{"low": {"title": "Low"}}`` for titled choices), so
+handlers port as they are. The content is checked against the schema first (the
 client's word is not trusted), then converted: a model by pydantic, a primitive as is.
 """
 
@@ -20,7 +23,7 @@ from __future__ import annotations
 
 import enum
 import functools
-from typing import Any, get_args, get_origin
+from typing import Any, Literal, get_args, get_origin
 
 from ..protocol.errors import ToolError
 from .arg_errors import Problem, pydantic_problems, resolve_ref, schema_problems, where
@@ -164,6 +167,92 @@ def _field(root: JSON, sub: Any, name: str) -> tuple[JSON, bool]:
     if field.get("format") not in _FORMATS:
         field.pop("format", None)
     return field, optional
+
+
+def shorthand_form(spec: Any, title: str | None = None,
+                   description: str | None = None) -> Form:
+    """The form for FastMCP's ``response_type`` ``spec``: ``None`` (a confirmation with
+    no fields; the answer is ``{}``), a list of strings (one choice), a list holding one
+    list of strings (several choices), a dict of ``{value: {"title": ...}}`` (one titled
+    choice) or a list holding one such dict (several), else a type as :func:`form_for`
+    reads it. ``title`` and ``description`` label the one field of a wrapped form (a
+    choice, a primitive); with a model or dataclass, which labels its own fields, or a
+    confirmation, which has none, they are a ``TypeError``."""
+    if spec is None:
+        if title is not None or description is not None:
+            raise TypeError("response_title/response_description label a form's one "
+                            "field; a confirmation (response_type=None) has none")
+        return Form(None, {"type": "object", "properties": {}}, None, wrapped=False)
+    form = _shorthand(spec)
+    if title is None and description is None:
+        return form
+    if not form.wrapped:
+        raise TypeError("response_title/response_description label the one field mcpkit "
+                        "wraps a choice or a primitive in; a model or dataclass labels its "
+                        "own fields (Field(title=..., description=...))")
+    field = dict(form.schema["properties"][VALUE])
+    if title is not None:
+        field["title"] = title
+    if description is not None:
+        field["description"] = description
+    schema = {**form.schema, "properties": {VALUE: field}}
+    return Form(form.tp, schema, form._adapter, wrapped=True)
+
+
+def _shorthand(spec: Any) -> Form:
+    if isinstance(spec, dict):
+        return _titled(spec, several=False)
+    if isinstance(spec, list | tuple):
+        if len(spec) == 1 and isinstance(spec[0], dict):
+            return _titled(spec[0], several=True)
+        if len(spec) == 1 and isinstance(spec[0], list | tuple):
+            return form_for(list[Literal[_choices(spec[0])]])  # type: ignore[misc]
+        return form_for(Literal[_choices(spec)])
+    return form_for(spec)
+
+
+def _choices(values: Any) -> tuple[str, ...]:
+    if not values or not all(isinstance(v, str) for v in values):
+        raise TypeError(f"elicitation choices must be a non-empty list of strings, got "
+                        f"{values!r}")
+    return tuple(values)
+
+
+def _titled(spec: dict[Any, Any], *, several: bool) -> Form:
+    """A choice among ``spec``'s keys, each shown by its ``title`` (``oneOf`` of consts;
+    for several, an array whose items are ``anyOf`` them: the 2025-11-25 shapes)."""
+    options = []
+    for value, about in spec.items():
+        if not isinstance(value, str) or not (about is None or isinstance(about, dict)):
+            raise TypeError("titled elicitation choices are {value: {'title': ...}} with "
+                            f"string values, got {spec!r}")
+        label = (about or {}).get("title", value)
+        options.append({"const": value, "title": str(label)})
+    if not options:
+        raise TypeError("titled elicitation choices need at least one value")
+    field: JSON = ({"type": "array", "items": {"anyOf": options}} if several
+                   else {"type": "string", "oneOf": options})
+    schema = {"type": "object", "properties": {VALUE: field}, "required": [VALUE]}
+    return Form(list[str] if several else str, schema, None, wrapped=True)
+
+
+def for_revision(schema: JSON, titled_choices: bool) -> JSON:
+    """``schema`` as a revision before 2025-11-25 spells it: a titled single choice
+    (``oneOf`` of consts) becomes ``enum`` with ``enumNames``; unchanged otherwise."""
+    if titled_choices:
+        return schema
+    props = schema.get("properties")
+    if not isinstance(props, dict):
+        return schema
+    out = {}
+    for name, field in props.items():
+        options = field.get("oneOf") if isinstance(field, dict) else None
+        if field.get("type") == "string" and isinstance(options, list):
+            rest = {k: v for k, v in field.items() if k != "oneOf"}
+            field = {**rest, "enum": [o["const"] for o in options],
+                     "enumNames": [o["title"] for o in options]}
+        out[name] = field
+    return {**schema, "properties": out}
 
 
 def _misfit(problems: list[Problem]) -> ToolError:

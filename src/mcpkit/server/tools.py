@@ -216,7 +216,7 @@ class Tool:
                 f"The tool '{self.name}' could not finish: the client did not answer its "
                 "request in time. Try again when the user is available."
             )
-        log.error("tool %r raised", self.name, exc_info=exc)
+        log.error("tool %r raised %s: %s", self.name, type(exc).__name__, exc, exc_info=exc)
         return error_result(
             f"The tool '{self.name}' failed unexpectedly ({type(exc).__name__}). The "
             "details were logged on the server; try different arguments or try again later."
