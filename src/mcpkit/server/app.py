@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from ..storage.tasks import TaskStore
     from ..transports.http_options import HttpKeywords
     from ..transports.http_server import StreamableHTTPApp
+    from .routes import RouteSpec
     from .task_runs import TaskManager
 
 JSON = dict[str, Any]
@@ -158,6 +159,8 @@ class Server:
         store = MemoryBuckets() if rate_limit_store is None else rate_limit_store
         #: The servers mounted in this one, by prefix (``mount``).
         self.mounts: dict[str, Server] = {}
+        #: The HTTP routes beside the MCP endpoint (``route``; ``server/routes.py``).
+        self.routes: list[RouteSpec] = []
         self._watch = CallWatch(self._registry.tools, Limiter(default, store), audit,
                                 audit_arguments)
         self._middleware: list[Middleware] = []
@@ -308,6 +311,37 @@ class Server:
         """Decorator form of ``add_completion``."""
         return decorator(lambda f: self.add_completion(
             argument=argument, fn=f, prompt=prompt, resource_template=resource_template))
+
+    def route(self, path: str, methods: Iterable[str] | None = None, *,
+              name: str | None = None, auth: bool = False) -> Callable[[F], F]:
+        """Serve ``path`` beside the MCP endpoint with the decorated function, which takes
+        a Starlette ``Request`` and returns a Starlette ``Response`` (sync ones run in a
+        worker thread); ``methods`` default to GET; ``{name}`` parameters in the path
+        land in ``request.path_params``. Public unless ``auth=True``, which, on a
+        protected app (``asgi_app(auth=...)``), asks for the endpoint's bearer token.
+        Apps built afterwards serve it; a path the endpoint serves, or declared twice,
+        is a ``ValueError`` when the app is built (``mcpkit.server.routes``)::
+
+            @server.route("/status")
+            async def status(request: Request) -> Response:
+                return JSONResponse({"notes": len(NOTES)})
+        """
+        from .routes import RouteSpec, route_methods
+
+        route_methods(path, methods)  # a wrong path or method: said at the decorator
+
+        def register(fn: F) -> F:
+            self.routes.append(RouteSpec(path, fn, methods, name=name, auth=auth))
+            return fn
+
+        return register
+
+    def custom_route(self, path: str, methods: Iterable[str] | None = None, *,
+                     name: str | None = None, include_in_schema: bool = True,
+                     auth: bool = False) -> Callable[[F], F]:
+        """FastMCP's name for ``route`` (``include_in_schema`` is accepted and unused: no
+        OpenAPI schema is served)."""
+        return self.route(path, methods, name=name, auth=auth)
 
     def mount(self, prefix: str, server: Server) -> None:
         """Serve ``server``'s tools, prompts, resources, templates and completions as this

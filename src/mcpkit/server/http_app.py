@@ -77,7 +77,38 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
         call_guard=guard,
     )
     _link(sharing, app)
-    return app if auth is None else auth.protect(app)
+    public = _serve_routes(server, options, app, auth, stores if options.store is not None
+                           else None)
+    return app if auth is None else auth.protect(app, public)
+
+
+def _serve_routes(server: Server, options: HttpOptions, app: StreamableHTTPApp,
+                  auth: Auth | None, stores: Any) -> Callable[[str], bool] | None:
+    """Give ``app`` the server's routes (and ``/health``, ``/ready`` with
+    ``options.health``); what a protected app serves without a token. Nothing is
+    imported when there is no route."""
+    if not server.routes and not options.health:
+        return None
+    from .routes import check_paths, health_routes, public_matcher, router
+
+    specs = list(server.routes)
+    if options.health:
+        checks: dict[str, Any] = {}
+        if stores is not None:
+            checks["redis"] = stores.ready
+        task_store = getattr(server._tasks, "store", server._task_store)
+        probe = getattr(task_store, "ready", None)  # (a store that can say: SQLite)
+        if callable(probe):
+            checks["tasks"] = probe
+        specs += health_routes(lambda: app.drain.active, checks)
+    taken = [options.path]
+    if options.legacy_sse:
+        taken += [options.legacy_sse_path, options.legacy_messages_path]
+    if auth is not None:
+        taken += list(auth.resource.well_known_paths)
+    check_paths(specs, taken)
+    app.routes = router(specs, app.not_found)
+    return public_matcher(specs)
 
 
 def _link(sharing: Sharing | None, app: StreamableHTTPApp) -> None:

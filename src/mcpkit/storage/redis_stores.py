@@ -47,6 +47,11 @@ class RedisStores:
                                    ttl=ttl), RedisBuckets(link),
                    RedisBus(link), RedisTaskStore(link, heartbeat=heartbeat))
 
+    async def ready(self) -> None:
+        """Readiness (``/ready``): Redis answers a PING within the link's timeout;
+        ``StoreUnavailable`` otherwise."""
+        await self.link.run("answer a readiness check", lambda client: client.ping())
+
     async def aclose(self) -> None:
         """Close the connections of the running event loop."""
         await self.tasks.aclose()

@@ -93,6 +93,15 @@ class SQLiteTaskStore:
     async def abandon(self, message: str) -> int:
         return await anyio.to_thread.run_sync(self._abandon, message)
 
+    async def ready(self) -> None:
+        """Readiness (``/ready``): the database answers a query; raises when it does not
+        (closed, unreadable)."""
+        await anyio.to_thread.run_sync(self._probe)
+
+    def _probe(self) -> None:
+        with self._lock:
+            self._db.execute("SELECT 1").fetchone()
+
     def close(self) -> None:
         with self._lock:
             self._db.close()

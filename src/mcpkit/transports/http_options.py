@@ -92,6 +92,10 @@ class HttpOptions:
     """Where a 2024-11-05 client posts its messages."""
     drain: float = 10.0
     """Seconds requests in flight get to be answered on SIGTERM (docs/http.md)."""
+    health: bool = False
+    """Also serve ``GET /health`` (liveness) and ``GET /ready`` (readiness: 503 while
+    draining or while Redis or the task store does not answer), without auth
+    (``server.routes``; docs/http.md)."""
     event_store: EventStore | None = None
     """Where SSE events wait for a client that resumes (an ``EventStore``); None: in
     memory, one store per app. ``SQLiteEventStore`` survives a restart."""
@@ -150,6 +154,7 @@ class HttpKeywords(TypedDict, total=False):
     legacy_sse_path: str
     legacy_messages_path: str
     drain: float
+    health: bool
     event_store: EventStore | None
     session_store: SessionStore | None
     store: str | RedisStores | None

@@ -32,7 +32,7 @@ import logging
 import secrets
 import time
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import TYPE_CHECKING, Any
 
@@ -128,6 +128,9 @@ class StreamableHTTPApp:
                                             else cfg.session_store)
         self.call_guard = call_guard
         self.drain = Drain(self, cfg.drain)
+        #: Where a request for another path goes (the server's routes, ``server/routes``);
+        #: None: ``not_found``.
+        self.routes: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
         self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.new_connection = new_connection
         self.on_request = on_request
@@ -205,10 +208,10 @@ class StreamableHTTPApp:
         if path.rstrip("/") != self.config.path.rstrip("/"):  # the MCP endpoint first
             if self.legacy is not None and self.legacy.handles(path):
                 await self.legacy(scope, receive, send)
-                return
-            endpoint = scope.get("root_path", "") + self.config.path
-            await respond(send, 404, error_body(
-                INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
+            elif self.routes is not None:  # the server's own routes (server/routes.py)
+                await self.routes(scope, receive, send)
+            else:
+                await self.not_found(scope, receive, send)
             return
         headers = headers_of(scope)
         principal = None if self.principal_key is None else principal_of(scope,
@@ -231,6 +234,12 @@ class StreamableHTTPApp:
         except StoreUnavailable as exc:  # a shared store is down: retry, never a hang
             await respond_refused(send, Refused(503, str(exc), headers=[
                 (b"retry-after", str(exc.retry_after).encode())]))
+
+    async def not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """The 404 of a path this app does not serve, naming the endpoint."""
+        endpoint = scope.get("root_path", "") + self.config.path
+        await respond(send, 404, error_body(
+            INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
 
     def _start_housekeeping(self) -> None:
         require_asyncio()

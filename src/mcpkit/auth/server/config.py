@@ -16,7 +16,7 @@ scope-token. :meth:`aclose` propagates what the verifier's ``aclose`` raises.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from ...protocol.scopes import check_scopes
 from .access_token import AccessToken
@@ -59,11 +59,14 @@ class Auth:
         return (f"Auth({self.verifier!r}, resource={self.resource!r}, "
                 f"required_scopes={list(self.required_scopes)!r})")
 
-    def protect(self, app: ASGIApp) -> BearerAuth:
-        """``app`` behind a :class:`BearerAuth` of these settings."""
+    def protect(self, app: ASGIApp, public: Callable[[str], bool] | None = None
+                ) -> BearerAuth:
+        """``app`` behind a :class:`BearerAuth` of these settings; a path ``public``
+        accepts is served without a token (the server's public routes)."""
         return BearerAuth(app, resource=self.resource, verifier=self.verifier,
                           required_scopes=self.required_scopes,
-                          reuse_seconds=self.reuse_seconds, dpop=self.dpop)
+                          reuse_seconds=self.reuse_seconds, dpop=self.dpop,
+                          public=public)
 
     def insufficient(self, scopes: Iterable[str], description: str | None = None,
                      access: AccessToken | None = None) -> str:

@@ -100,7 +100,8 @@ class BearerAuth:
 
     def __init__(self, app: ASGIApp, *, resource: ProtectedResource, verifier: TokenVerifier,
                  required_scopes: Iterable[str] = (), state_key: str = AUTH_STATE_KEY,
-                 reuse_seconds: float = 1.0, dpop: DPoPChecker | None = None) -> None:
+                 reuse_seconds: float = 1.0, dpop: DPoPChecker | None = None,
+                 public: Callable[[str], bool] | None = None) -> None:
         if reuse_seconds < 0:
             raise ValueError("reuse_seconds must be >= 0")
         own = getattr(verifier, "cache_ttl", None)  # the verifier's own policy bounds it
@@ -110,6 +111,9 @@ class BearerAuth:
         # verified header values (by their SHA-256: no token is kept) -> their principal
         self._recent: TokenCache[AccessToken] = TokenCache(REUSE_ENTRIES)
         self.app = app
+        #: Whether a path is passed through without a token (the server's public
+        #: routes, such as /health); None: none is.
+        self.public = public
         self.resource = resource
         self.verifier = verifier
         self.required_scopes = check_scopes(required_scopes)
@@ -118,8 +122,8 @@ class BearerAuth:
         self._document = orjson.dumps(resource.document())
         self.dpop = dpop
         self._schemes = ("bearer", "dpop") if dpop is not None else ("bearer",)
-        public = urlsplit(resource.resource)
-        self._origin = f"{public.scheme}://{public.netloc}"  # what clients see, not Host
+        outside = urlsplit(resource.resource)
+        self._origin = f"{outside.scheme}://{outside.netloc}"  # what clients see, not Host
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "lifespan":
@@ -130,6 +134,9 @@ class BearerAuth:
             return
         if scope["path"] in self.resource.well_known_paths:
             await self._serve_metadata(scope, send)
+            return
+        if self.public is not None and self.public(scope["path"]):
+            await self.app(scope, receive, send)
             return
         try:
             raw = _authorization(scope)
