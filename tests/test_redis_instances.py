@@ -128,6 +128,29 @@ async def test_a_session_still_initializing_is_read_again_before_not_ready(
     assert reply.json["result"]["structuredContent"] == {"result": 5}
 
 
+async def test_requests_arriving_together_restore_one_copy_of_a_session(
+        three: list[LiveServer], client: McpHttp) -> None:
+    """Several requests of a session this instance has not seen yet, at once: one restore,
+    the others wait for it. Two copies would leave one of them (with any stream on it)
+    outside ``sessions``: never ended by the drain, never reached by the bus."""
+    a, b, _ = three
+    await on(client, a).initialize()
+    on(client, b)
+    replies: list[Any] = []
+
+    async def ping() -> None:
+        replies.append(await client.request("ping"))
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(8):
+            tg.start_soon(ping)
+    assert [r.status for r in replies] == [200] * 8
+    app = b.app
+    assert list(app.sessions) == [client.session_id]
+    assert app.shared is not None and len(app.shared._held) == 1  # one copy adopted
+    assert len(app._restoring) == 0  # nothing kept once no request waits
+
+
 async def test_elicitation_answered_through_another_instance(
         three: list[LiveServer], client: McpHttp) -> None:
     a, b, c = three

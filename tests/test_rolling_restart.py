@@ -56,6 +56,17 @@ class Tally:
     refused: int = 0
     resumed: int = 0
     cut: int = 0  # responses (GET or POST) that ended without their last chunk
+    cuts: list[str] = field(default_factory=list)  # what each cut was, for the failure
+    started: float = field(default_factory=time.monotonic)
+    phase: str = "load"  # what the roll was doing (for a cut's report)
+
+    def was_cut(self, what: str, got: Exchange) -> None:
+        self.cut += 1
+        ids = [e.id for e in got.events if e.id]
+        self.cuts.append(f"{what} at {time.monotonic() - self.started:.2f} s during "
+                         f"{self.phase}: status {got.status}, {len(got.events)} events, "
+                         f"last id {ids[-1] if ids else None}, "
+                         f"upstream {got.headers.get('x-upstream')}")
     get_ends: int = 0  # GET streams the server ended (cleanly)
 
 
@@ -86,7 +97,7 @@ class Caller:
             if got.clean:
                 self.tally.get_ends += 1
             else:
-                self.tally.cut += 1
+                self.tally.was_cut(f"GET (from {last})", got)
 
     async def call(self, rid: int, message: dict[str, Any]) -> None:
         """Send one request until it is taken, then read its answer to the end."""
@@ -102,7 +113,7 @@ class Caller:
             await anyio.sleep(0.1)
         assert got is not None
         if got.clean is False:
-            self.tally.cut += 1
+            self.tally.was_cut(f"POST {rid}", got)
         answers = [m for m in got.messages if m.get("id") == rid and "method" not in m]
         last = next((e.id for e in reversed(got.events) if e.id), None)
         for _ in range(RESUMES):
@@ -112,7 +123,7 @@ class Caller:
             again = await exchange(self.mcp, "GET", None, self.mcp.headers(
                 accept="text/event-stream", content_type=None, last_event_id=last))
             if again.clean is False:
-                self.tally.cut += 1
+                self.tally.was_cut(f"GET resuming {rid}", again)
             answers += [m for m in again.messages if m.get("id") == rid and "method" not in m]
             last = next((e.id for e in reversed(again.events) if e.id), last)
         key = (self.number, rid)
@@ -154,13 +165,16 @@ async def test_a_rolling_restart_under_load_loses_no_answer(tmp_path: Path) -> N
 
         async def roll() -> None:
             try:
-                for daemon in deployment.instances:
+                for n, daemon in enumerate(deployment.instances):
                     await anyio.sleep(1.5)  # load on all three
+                    tally.phase = f"instance {n} ({daemon.port}) draining"
                     signalled = terminate(daemon)
                     code, exited = await exit_status(daemon, DRAIN_BOUND)
                     assert code == 0, daemon.output()
                     restarted.append(exited - signalled)
+                    tally.phase = f"instance {n} ({daemon.port}) starting again"
                     await anyio.to_thread.run_sync(daemon.start)
+                    tally.phase = "load"
                 await anyio.sleep(1.5)  # load on the restarted ones
             finally:
                 stop.set()
@@ -174,6 +188,7 @@ async def test_a_rolling_restart_under_load_loses_no_answer(tmp_path: Path) -> N
                         tg.start_soon(Caller(n, http, deployment.url, tally).run, stop)
                     tg.start_soon(roll)
         logs = {d.log.name: problems(d.log) for d in deployment.instances}
+        nginx_errors = deployment.nginx.errors()
         drained = [d.log.read_text().count("SIGTERM: draining") for d in deployment.instances]
     assert len(restarted) == 3 and max(restarted) < DRAIN_BOUND, restarted
     assert drained == [1, 1, 1]
@@ -182,7 +197,7 @@ async def test_a_rolling_restart_under_load_loses_no_answer(tmp_path: Path) -> N
     assert tally.lost == [] and tally.wrong == [], tally
     assert set(tally.answers.values()) == {1}, [k for k, v in tally.answers.items() if v != 1]
     assert len(tally.answers) == tally.asked
-    assert tally.cut == 0, tally
+    assert tally.cut == 0, (tally.cuts, nginx_errors)
     assert tally.get_ends >= 1, tally  # GET streams were ended (and resumed) by the drains
     print(f"rolling restart: {tally.asked} calls, {tally.refused} refused and sent again, "
           f"{tally.resumed} resumed, {tally.get_ends} GET streams ended and resumed; "

@@ -46,6 +46,7 @@ http {{
             proxy_buffering off;
             proxy_cache off;
             proxy_read_timeout 600s;
+            add_header X-Upstream $upstream_addr always;
             {retry}
         }}
     }}

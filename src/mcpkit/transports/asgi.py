@@ -93,6 +93,13 @@ async def respond(send: Send, status: int, body: bytes = b"",
     await send({"type": "http.response.body", "body": body})
 
 
+async def not_found(endpoint: str, scope: Scope, receive: Receive, send: Send) -> None:
+    """The 404 of a path an app does not serve, naming its MCP ``endpoint``."""
+    where = scope.get("root_path", "") + endpoint
+    await respond(send, 404, error_body(INVALID_REQUEST, f"Not found: the MCP endpoint is "
+                                                         f"{where}"))
+
+
 async def respond_refused(send: Send, exc: Refused) -> None:
     await respond(send, exc.status, error_body(exc.code, exc.message), exc.headers)
 

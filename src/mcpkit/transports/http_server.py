@@ -28,6 +28,7 @@ POST body is shown to the ``call_guard`` first (a refusal is a 403).
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import secrets
 import time
@@ -58,6 +59,7 @@ from .asgi import (
     error_body,
     headers_of,
     local_path,
+    not_found,
     read_body,
     require_asyncio,
     require_json,
@@ -75,6 +77,7 @@ from .http_shared import SharedSessions
 from .http_stalls import Stalls
 from .http_stateless import StatelessRequests
 from .http_streams import Listener, ResponseStream
+from .keyed import KeyedLock
 
 if TYPE_CHECKING:
     from .legacy_sse import LegacySSE
@@ -131,6 +134,7 @@ class StreamableHTTPApp:
         #: Where a request for another path goes (the server's routes, ``server/routes``);
         #: None: ``not_found``.
         self.routes: Callable[[Scope, Receive, Send], Awaitable[None]] | None = None
+        self.not_found = functools.partial(not_found, cfg.path)
         self.lifespan = LifespanHolder(lifespan, self._shutdown, self.drain.hook_signals)
         self.new_connection = new_connection
         self.on_request = on_request
@@ -138,6 +142,7 @@ class StreamableHTTPApp:
         self._on_session = on_session
         # Least recently seen first: a sweep stops at the first session still fresh.
         self.sessions: OrderedDict[str, HttpSession] = OrderedDict()
+        self._restoring = KeyedLock()  # one restore of a session at a time
         self.answering = InFlight()  # POSTed requests being answered, all sessions
         self.guard = OriginHostGuard(cfg.allowed_hosts, cfg.allowed_origins,
                                      cfg.trusted_proxies)
@@ -235,12 +240,6 @@ class StreamableHTTPApp:
             await respond_refused(send, Refused(503, str(exc), headers=[
                 (b"retry-after", str(exc.retry_after).encode())]))
 
-    async def not_found(self, scope: Scope, receive: Receive, send: Send) -> None:
-        """The 404 of a path this app does not serve, naming the endpoint."""
-        endpoint = scope.get("root_path", "") + self.config.path
-        await respond(send, 404, error_body(
-            INVALID_REQUEST, f"Not found: the MCP endpoint is {endpoint}"))
-
     def _start_housekeeping(self) -> None:
         require_asyncio()
         self._housekeeper = asyncio.get_running_loop().create_task(self._housekeeping())
@@ -316,9 +315,17 @@ class StreamableHTTPApp:
         return session
 
     async def _restore(self, sid: str, owner: str | None) -> HttpSession | None:
-        """A session of an earlier run of this server, from the session store, when its
-        record names ``owner`` (a record of no owner belongs to unauthenticated requests
-        only)."""
+        """A session of an earlier run (or another instance's) from the session store,
+        when its record names ``owner`` (no owner: unauthenticated requests only). One
+        restore at a time: two copies, the later replacing the earlier in ``sessions``,
+        left a stream on a copy that the drain never ended and no message reached."""
+        async with self._restoring.hold(sid):
+            known = self.sessions.get(sid)
+            if known is not None:  # restored by the request this one waited for
+                return known if known.owner == owner else None
+            return await self._load(sid, owner)
+
+    async def _load(self, sid: str, owner: str | None) -> HttpSession | None:
         record = await self.session_store.load(sid)
         if record is None or record.get("owner") != owner or (
                 len(self.sessions) >= self.config.max_sessions):
