@@ -30,7 +30,13 @@ RESUMES = 3
 
 
 class SessionGone(Exception):
-    """The server answered 404: the session ended (it is opened again)."""
+    """The server answered 404: the session ended (it is opened again). ``retried``: the
+    request had been refused with 503 first (a DELETE's first attempt may have been done
+    by then, its answer lost to the outage)."""
+
+    def __init__(self, retried: bool = False) -> None:
+        super().__init__("session gone")
+        self.retried = retried
 
 
 class StatefulClient(Caller):
@@ -134,8 +140,10 @@ class StatefulClient(Caller):
                 await resp.read()
                 await asyncio.sleep(1.5)
             self.tally.errors[f"a request after DELETE: HTTP {resp.status}"] += 1
-        except SessionGone:  # after a SIGKILL, nginx may pass a DELETE done on to another
-            if self.knobs.faults.excuses(started):
+        except SessionGone as gone:  # after a SIGKILL, nginx may pass a DELETE done on to
+            if gone.retried:  # another; a DELETE sent again after a 503 may have been
+                self.tally.sessions["deleted (404 when sent again after a 503)"] += 1
+            elif self.knobs.faults.excuses(started):  # done the first time
                 self.tally.excused["DELETE"] += 1
             else:
                 self.tally.errors["DELETE: HTTP 404"] += 1
@@ -150,6 +158,7 @@ class StatefulClient(Caller):
                    extra: tuple[tuple[bytes, bytes], ...] = ()) -> Response | None:
         """Send ``body`` until it is not refused with 503 (None: another refusal, counted;
         ``SessionGone`` on 404)."""
+        retried = False
         while True:
             resp = await asyncio.wait_for(
                 self.conn.send(method, self.headers(accept) + list(extra), body),
@@ -158,7 +167,8 @@ class StatefulClient(Caller):
                 return resp
             if resp.status == 404:
                 await resp.read()
-                raise SessionGone
+                raise SessionGone(retried)
+            retried = retried or resp.status == 503
             if not await self.pause_for(resp, deadline):
                 self.tally.errors[f"HTTP {resp.status}"] += 1
                 return None

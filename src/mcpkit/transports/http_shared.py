@@ -158,9 +158,14 @@ class SharedSessions:
         return keep if isinstance(obj, list) else keep[0]
 
     async def delete(self, sid: str) -> None:
-        """End a session everywhere: its record and events gone, every holder told."""
+        """End a session everywhere: its record and events gone, every holder told. Once
+        the record is deleted the DELETE is done: a holder the bus message does not reach
+        (the store went away meanwhile) learns it at its next renewal, within
+        ``recheck``, rather than the client being told 503 for a DELETE that took effect
+        (and 404 when it sends it again)."""
         await self.store.delete(sid)
-        await self.bus.publish(sid, ENDED)
+        with contextlib.suppress(StoreUnavailable):
+            await self.bus.publish(sid, ENDED)
         with contextlib.suppress(StoreUnavailable):
             await self.events.drop(sid)
 
