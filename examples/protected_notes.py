@@ -20,80 +20,29 @@ URL, the only audience it accepts: try another to see it refused), ``--expires-i
 SECONDS`` (default 3600; the server allows 60 s of clock skew, so -61 or less makes an
 expired one), ``--subject NAME``.
 
-The development issuer is a key pair made on first use in the state directory
-(``--state-dir``, else ``$MCPKIT_STATE_DIR``, else ``$XDG_STATE_HOME/mcpkit/protected_notes``,
-else ``~/.local/state/mcpkit/protected_notes``); the private key is kept 0600. It only signs
-tokens on this command line: it has no authorization endpoint, so an OAuth client that
-tries to log in (rather than being given a token) finds the issuer unreachable. With a
-real identity provider, replace ``dev_auth`` by ``Auth(JWTVerifier(issuer=...,
+The development issuer is ``mcpkit.auth.dev.DevIssuer``: a key pair made on first use in the
+state directory (``--state-dir``, else ``$MCPKIT_STATE_DIR``, else
+``$XDG_STATE_HOME/mcpkit``, else ``~/.local/state/mcpkit``; the private key kept 0600), the
+one ``mcpkit token --audience URL --scope S`` signs with too. It only signs tokens on the
+command line: it has no authorization endpoint, so an OAuth client that tries to log in
+(rather than being given a token) finds the issuer unreachable. With a real identity
+provider, replace ``DevIssuer(...).auth(...)`` by ``Auth(JWTVerifier(issuer=...,
 audience=...), ...)``: see docs/auth.md.
 """
 
 from __future__ import annotations
 
 import argparse
-import os
 import sys
-import time
-import uuid
 from pathlib import Path
 
-import orjson
-from joserfc import jwk, jwt
+from mcpkit.auth.dev import LEEWAY, DevIssuer
 
-from mcpkit.auth import Auth, JWTVerifier, ProtectedResource
-
-ISSUER = "https://dev-issuer.invalid"  # .invalid: a name that can never resolve
 SCOPES = ["notes:read", "notes:write"]
-KEY_ID = "dev-1"
-LEEWAY = 60  # seconds of clock skew the verifier allows: a token expires LEEWAY s after exp
-
-
-def state_dir(given: str | None) -> Path:
-    if given:
-        return Path(given)
-    if os.environ.get("MCPKIT_STATE_DIR"):
-        return Path(os.environ["MCPKIT_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(base) / "mcpkit" / "protected_notes"
-
-
-def signing_key(directory: Path) -> jwk.ECKey:
-    """The development issuer's private key, made (P-256, 0600) on first use."""
-    path = directory / "dev_issuer_key.json"
-    if not path.exists():
-        directory.mkdir(parents=True, exist_ok=True)
-        key = jwk.ECKey.generate_key("P-256", {"kid": KEY_ID, "alg": "ES256"}, private=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(orjson.dumps(key.as_dict(private=True)))
-    return jwk.ECKey.import_key(orjson.loads(path.read_bytes()))
 
 
 def resource_url(host: str, port: int) -> str:
     return f"http://{host}:{port}/mcp"
-
-
-def dev_auth(directory: Path, resource: str) -> Auth:
-    """Tokens of the development issuer, for this server only, with ``notes:read``."""
-    public = signing_key(directory).as_dict(private=False)
-    return Auth(
-        JWTVerifier(issuer=ISSUER, audience=resource, jwks={"keys": [public]},
-                    leeway=LEEWAY),
-        resource=ProtectedResource(resource, [ISSUER], scopes_supported=SCOPES,
-                                   resource_name="Notes (development issuer)"),
-        required_scopes=["notes:read"],
-    )
-
-
-def make_token(directory: Path, *, audience: str, scopes: list[str], expires_in: int,
-               subject: str) -> str:
-    now = int(time.time())
-    claims = {"iss": ISSUER, "sub": subject, "aud": audience, "client_id": "protected-notes-cli",
-              "scope": " ".join(scopes), "iat": now, "exp": now + expires_in,
-              "jti": uuid.uuid4().hex}
-    header = {"alg": "ES256", "kid": KEY_ID, "typ": "at+jwt"}
-    return jwt.encode(header, claims, signing_key(directory))
 
 
 def main() -> int:
@@ -110,19 +59,21 @@ def main() -> int:
         f"of clock skew, so {-LEEWAY - 1} or less makes an expired one"))
     parser.add_argument("--subject", default="dev-user", help="with --token: the user")
     opts = parser.parse_args()
-    directory = state_dir(opts.state_dir)
+    issuer = DevIssuer(opts.state_dir)
     resource = resource_url(opts.host, opts.port)
     if opts.token:
-        print(make_token(directory, audience=opts.audience or resource,
-                         scopes=opts.scope or SCOPES, expires_in=opts.expires_in,
-                         subject=opts.subject))
+        print(issuer.issue(audience=opts.audience or resource, scopes=opts.scope or SCOPES,
+                           expires_in=opts.expires_in, subject=opts.subject))
         return 0
     if not opts.http:
         parser.error("give --http to serve (this server is for remote use) or --token")
     sys.path.insert(0, str(Path(__file__).resolve().parent))
     from notes import server
 
-    server.run("http", host=opts.host, port=opts.port, auth=dev_auth(directory, resource))
+    # Tokens of the development issuer, for this server only, with notes:read.
+    auth = issuer.auth(resource, scopes=SCOPES, required_scopes=["notes:read"],
+                       name="Notes (development issuer)")
+    server.run("http", host=opts.host, port=opts.port, auth=auth)
     return 0
 
 

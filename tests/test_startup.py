@@ -170,8 +170,8 @@ CLI = {
     "mcpkit.cli.checking", "mcpkit.cli.commands", "mcpkit.cli.completion", "mcpkit.cli.dev",
     "mcpkit.cli.elicit",
     "mcpkit.cli.hints", "mcpkit.cli.install", "mcpkit.cli.loading", "mcpkit.cli.login",
-    "mcpkit.cli.proxying", "mcpkit.cli.tasks", "mcpkit.cli.usage", "mcpkit.cli.version",
-    "mcpkit.cli.waiting",
+    "mcpkit.cli.proxying", "mcpkit.cli.tasks", "mcpkit.cli.tokens", "mcpkit.cli.usage",
+    "mcpkit.cli.version", "mcpkit.cli.waiting",
     "mcpkit.protocol", "mcpkit.protocol.scopes", "mcpkit.protocol.text",
     "mcpkit.transports", "mcpkit.transports.http_options",
 }

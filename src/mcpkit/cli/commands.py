@@ -14,7 +14,7 @@ from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
 from ..transports.http_options import HttpOptions
-from . import calls, checking, completion, dev, install, login, proxying, waiting
+from . import calls, checking, completion, dev, install, login, proxying, tokens, waiting
 from .loading import LoadError, load_server
 from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 from .version import write_version
@@ -284,6 +284,7 @@ def _parser() -> argparse.ArgumentParser:
     install.add_parser(sub)
     dev.add_parser(sub)
     completion.add_parser(sub)
+    tokens.add_parser(sub)
     return p
 
 
@@ -349,6 +350,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "completion":
             sys.stdout.write(completion.script(args.shell, _parser()))
             return EXIT_OK
+        if args.command == "token":
+            return tokens.run(args)
         if args.command == "proxy":
             return proxying.run(args, calls.target, calls.http_headers, UsageError)
         if args.command == "install":
