@@ -39,6 +39,8 @@ NOTES = ROOT / "examples" / "notes.py"
     ("vscode", "win32", "A/Code/User/mcp.json"),
     ("claude-code", "linux", "H/.claude.json"),
     ("cursor", "win32", "H/.cursor/mcp.json"),
+    ("gemini-cli", "linux", "H/.gemini/settings.json"),
+    ("gemini-cli", "darwin", "H/.gemini/settings.json"),
 ])
 def test_user_config_paths(host: str, platform: str, expected: str) -> None:
     got = config_path(host, "user", home=Path("H"), platform=platform,
@@ -48,9 +50,10 @@ def test_user_config_paths(host: str, platform: str, expected: str) -> None:
 
 def test_project_config_paths() -> None:
     paths = {h: config_path(h, "project", cwd=Path("P"))
-             for h in ("claude-code", "cursor", "vscode")}
+             for h in ("claude-code", "cursor", "vscode", "gemini-cli")}
     assert paths == {"claude-code": Path("P/.mcp.json"), "cursor": Path("P/.cursor/mcp.json"),
-                     "vscode": Path("P/.vscode/mcp.json")}
+                     "vscode": Path("P/.vscode/mcp.json"),
+                     "gemini-cli": Path("P/.gemini/settings.json")}
     with pytest.raises(InstallError, match="no project configuration"):
         config_path("claude-desktop", "project")
     # Linux without XDG_CONFIG_HOME: ~/.config
@@ -122,6 +125,32 @@ def test_vscode_uses_servers_and_print_writes_nothing(
     assert err == (f"mcpkit: 'notes' would be added to {config}; it runs in {tmp_path}: the "
                    "files it opens by a relative path (its data) are there (--cwd DIR to "
                    "choose another)\n")  # (issue #26 item 9: where data goes)
+
+
+def test_gemini_cli_keeps_its_other_settings_and_reads_back(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Gemini CLI keeps its servers in settings.json beside its other settings: those are
+    kept; the entry written is read back by ``mcpkit check --config`` as the host reads
+    it (``httpUrl`` is Streamable HTTP there, ``url`` the HTTP+SSE transport)."""
+    from mcpkit.check.hosts import read_config
+
+    config = tmp_path / ".gemini" / "settings.json"
+    config.parent.mkdir()
+    config.write_text(json.dumps({"theme": "Dracula", "mcpServers": {
+        "remote": {"httpUrl": "https://example.com/mcp"},
+        "legacy": {"url": "https://example.com/sse"}}}))
+    code, _, err = run_cli("install", "gemini-cli", str(NOTES), "--config", str(config),
+                           "--cwd", str(tmp_path), capsys=capsys)
+    assert code == 0, err
+    written = json.loads(config.read_text())
+    assert written["theme"] == "Dracula"
+    assert "type" not in written["mcpServers"]["notes"]
+    entries = {e.name: e for e in read_config(config)}
+    assert entries["notes"].command is not None and entries["notes"].command[1:4] == [
+        "-m", "mcpkit", "run"]
+    assert (entries["remote"].url, entries["remote"].transport) == (
+        "https://example.com/mcp", "http")
+    assert entries["legacy"].transport == "sse"
 
 
 def test_files_that_are_not_plain_json_are_left_alone(

@@ -7,6 +7,7 @@ claude-desktop  Claude/claude_desktop_config.json (per OS)       mcpServers
 claude-code     ~/.claude.json; project: .mcp.json               mcpServers
 cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers
 vscode          Code/User/mcp.json (per OS); project: .vscode/   servers
+gemini-cli      ~/.gemini/settings.json; project: .gemini/       mcpServers
 =============== ============================================== ============
 
 :func:`config_path` is the path table and :data:`SERVERS_KEY` the key of each host's servers
@@ -15,7 +16,9 @@ vscode          Code/User/mcp.json (per OS); project: .vscode/   servers
 ``~/.claude.json`` also keeps servers per project (``projects.<dir>.mcpServers``); those are
 read too, named ``name (dir)``. VS Code allows comments and trailing commas in its JSON;
 they are read. An entry that names neither a command nor a URL is kept with its ``problem``
-said, so the check reports it instead of skipping it silently.
+said, so the check reports it instead of skipping it silently. Gemini CLI names a
+Streamable HTTP server's address ``httpUrl`` and keeps ``url`` for the 2024-11-05 HTTP+SSE
+transport (in its ``settings.json``, beside its other settings).
 """
 
 from __future__ import annotations
@@ -29,9 +32,9 @@ from typing import Any
 
 import orjson
 
-HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode")
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli")
 SERVERS_KEY = {"claude-desktop": "mcpServers", "claude-code": "mcpServers",
-               "cursor": "mcpServers", "vscode": "servers"}
+               "cursor": "mcpServers", "vscode": "servers", "gemini-cli": "mcpServers"}
 """The object of each host's configuration that holds its servers, by name."""
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 """A configuration larger than this is refused (``~/.claude.json`` keeps history too)."""
@@ -51,7 +54,8 @@ def config_path(host: str, scope: str, *, home: Path | None = None,
     cwd = cwd or Path.cwd()
     if scope == "project":
         project = {"claude-code": cwd / ".mcp.json", "cursor": cwd / ".cursor" / "mcp.json",
-                   "vscode": cwd / ".vscode" / "mcp.json"}
+                   "vscode": cwd / ".vscode" / "mcp.json",
+                   "gemini-cli": cwd / ".gemini" / "settings.json"}
         if host not in project:
             raise HostConfigError(f"{host} has no project configuration; use --scope user")
         return project[host]
@@ -59,6 +63,8 @@ def config_path(host: str, scope: str, *, home: Path | None = None,
         return home / ".claude.json"
     if host == "cursor":
         return home / ".cursor" / "mcp.json"
+    if host == "gemini-cli":
+        return home / ".gemini" / "settings.json"
     app = {"claude-desktop": ("Claude", "claude_desktop_config.json"),
            "vscode": ("Code/User", "mcp.json")}[host]
     if platform == "darwin":
@@ -130,7 +136,10 @@ def entry(name: str, raw: Any, source: str) -> ServerEntry:
         out.problem = f"the entry is {type(raw).__name__}, not an object"
         return out
     kind = raw.get("type") or raw.get("transport")
-    command, url = raw.get("command"), raw.get("url") or raw.get("serverUrl")
+    command = raw.get("command")
+    url = raw.get("httpUrl") or raw.get("url") or raw.get("serverUrl")
+    if "httpUrl" not in raw and "url" in raw and Path(source).parent.name == ".gemini":
+        kind = kind or "sse"  # Gemini CLI: url is the HTTP+SSE transport, httpUrl the other
     if isinstance(command, str) and command.strip():
         args = raw.get("args", [])
         if not isinstance(args, list):
@@ -150,7 +159,7 @@ def entry(name: str, raw: Any, source: str) -> ServerEntry:
 
 
 def read_config(path: str | Path) -> list[ServerEntry]:
-    """The servers of the configuration at ``path`` (any of the four hosts' formats)."""
+    """The servers of the configuration at ``path`` (any of the five hosts' formats)."""
     p = Path(path)
     try:
         if p.stat().st_size > MAX_CONFIG_BYTES:

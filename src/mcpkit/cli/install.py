@@ -7,8 +7,9 @@ servers wherever it likes (often ``/``), so the entry names the directory the se
 runs in: ``--cwd``, by default the current one — where ``mcpkit call --stdio "python
 FILE"`` ran it while it was written — so a server that keeps its data by a relative path
 (the quickstart's ``notes.json``, ``examples/notes.py``'s ``notes.db``) finds it there.
-None of the four hosts' formats documents a working-directory field, so it is an
-argument of ``mcpkit run``. The command says where that is, ``--print`` included.
+Of the five hosts' formats only Gemini CLI's documents a working-directory field, so it
+is an argument of ``mcpkit run`` for all of them. The command says where that is,
+``--print`` included.
 
 The hosts and their files (the paths and keys are :mod:`mcpkit.check.hosts`'s, shared
 with ``mcpkit check --config``):
@@ -20,6 +21,7 @@ claude-desktop  Claude/claude_desktop_config.json (per OS)       mcpServers  -
 claude-code     ~/.claude.json; project: .mcp.json               mcpServers  "stdio"
 cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers  -
 vscode          Code/User/mcp.json (per OS); project: .vscode/   servers     "stdio"
+gemini-cli      ~/.gemini/settings.json; project: .gemini/       mcpServers  -
 =============== ============================================== ========= ===========
 
 The file is read, the entry added, and the result written atomically (a temporary file
