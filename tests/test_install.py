@@ -41,6 +41,8 @@ NOTES = ROOT / "examples" / "notes.py"
     ("cursor", "win32", "H/.cursor/mcp.json"),
     ("gemini-cli", "linux", "H/.gemini/settings.json"),
     ("gemini-cli", "darwin", "H/.gemini/settings.json"),
+    ("windsurf", "linux", "H/.codeium/windsurf/mcp_config.json"),
+    ("windsurf", "win32", "H/.codeium/windsurf/mcp_config.json"),
 ])
 def test_user_config_paths(host: str, platform: str, expected: str) -> None:
     got = config_path(host, "user", home=Path("H"), platform=platform,
@@ -56,6 +58,8 @@ def test_project_config_paths() -> None:
                      "gemini-cli": Path("P/.gemini/settings.json")}
     with pytest.raises(InstallError, match="no project configuration"):
         config_path("claude-desktop", "project")
+    with pytest.raises(InstallError, match="no project configuration"):
+        config_path("windsurf", "project")
     # Linux without XDG_CONFIG_HOME: ~/.config
     assert config_path("vscode", "user", home=Path("H"), platform="linux",
                        environ={}) == Path("H/.config/Code/User/mcp.json")
@@ -151,6 +155,27 @@ def test_gemini_cli_keeps_its_other_settings_and_reads_back(
     assert (entries["remote"].url, entries["remote"].transport) == (
         "https://example.com/mcp", "http")
     assert entries["legacy"].transport == "sse"
+
+
+def test_windsurf_entry_and_its_server_url(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Windsurf keeps one user file; a remote server there is named by ``serverUrl``."""
+    from mcpkit.check.hosts import read_config
+
+    config = tmp_path / "mcp_config.json"
+    config.write_text(json.dumps({"mcpServers": {
+        "remote": {"serverUrl": "https://example.com/mcp", "headers": {"X-Key": "k"}}}}))
+    code, _, err = run_cli("install", "windsurf", str(NOTES), "--config", str(config),
+                           "--cwd", str(tmp_path), capsys=capsys)
+    assert code == 0, err
+    entries = {e.name: e for e in read_config(config)}
+    assert "type" not in json.loads(config.read_text())["mcpServers"]["notes"]
+    assert entries["notes"].command is not None
+    assert (entries["remote"].url, entries["remote"].transport,
+            entries["remote"].headers) == ("https://example.com/mcp", "http", {"X-Key": "k"})
+    code, _, err = run_cli("install", "windsurf", "--scope", "project", str(NOTES),
+                           capsys=capsys)
+    assert code != 0 and "no project configuration" in err
 
 
 def test_files_that_are_not_plain_json_are_left_alone(

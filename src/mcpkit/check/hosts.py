@@ -8,6 +8,7 @@ claude-code     ~/.claude.json; project: .mcp.json               mcpServers
 cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers
 vscode          Code/User/mcp.json (per OS); project: .vscode/   servers
 gemini-cli      ~/.gemini/settings.json; project: .gemini/       mcpServers
+windsurf        ~/.codeium/windsurf/mcp_config.json              mcpServers
 =============== ============================================== ============
 
 :func:`config_path` is the path table and :data:`SERVERS_KEY` the key of each host's servers
@@ -32,9 +33,10 @@ from typing import Any
 
 import orjson
 
-HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli")
+HOSTS = ("claude-desktop", "claude-code", "cursor", "vscode", "gemini-cli", "windsurf")
 SERVERS_KEY = {"claude-desktop": "mcpServers", "claude-code": "mcpServers",
-               "cursor": "mcpServers", "vscode": "servers", "gemini-cli": "mcpServers"}
+               "cursor": "mcpServers", "vscode": "servers", "gemini-cli": "mcpServers",
+               "windsurf": "mcpServers"}
 """The object of each host's configuration that holds its servers, by name."""
 MAX_CONFIG_BYTES = 8 * 1024 * 1024
 """A configuration larger than this is refused (``~/.claude.json`` keeps history too)."""
@@ -65,6 +67,8 @@ def config_path(host: str, scope: str, *, home: Path | None = None,
         return home / ".cursor" / "mcp.json"
     if host == "gemini-cli":
         return home / ".gemini" / "settings.json"
+    if host == "windsurf":  # (Windows too: %USERPROFILE%\.codeium\windsurf)
+        return home / ".codeium" / "windsurf" / "mcp_config.json"
     app = {"claude-desktop": ("Claude", "claude_desktop_config.json"),
            "vscode": ("Code/User", "mcp.json")}[host]
     if platform == "darwin":
@@ -159,7 +163,7 @@ def entry(name: str, raw: Any, source: str) -> ServerEntry:
 
 
 def read_config(path: str | Path) -> list[ServerEntry]:
-    """The servers of the configuration at ``path`` (any of the five hosts' formats)."""
+    """The servers of the configuration at ``path`` (any of the six hosts' formats)."""
     p = Path(path)
     try:
         if p.stat().st_size > MAX_CONFIG_BYTES:

@@ -7,7 +7,7 @@ servers wherever it likes (often ``/``), so the entry names the directory the se
 runs in: ``--cwd``, by default the current one — where ``mcpkit call --stdio "python
 FILE"`` ran it while it was written — so a server that keeps its data by a relative path
 (the quickstart's ``notes.json``, ``examples/notes.py``'s ``notes.db``) finds it there.
-Of the five hosts' formats only Gemini CLI's documents a working-directory field, so it
+Of the six hosts' formats only Gemini CLI's documents a working-directory field, so it
 is an argument of ``mcpkit run`` for all of them. The command says where that is,
 ``--print`` included.
 
@@ -22,6 +22,7 @@ claude-code     ~/.claude.json; project: .mcp.json               mcpServers  "st
 cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers  -
 vscode          Code/User/mcp.json (per OS); project: .vscode/   servers     "stdio"
 gemini-cli      ~/.gemini/settings.json; project: .gemini/       mcpServers  -
+windsurf        ~/.codeium/windsurf/mcp_config.json              mcpServers  -
 =============== ============================================== ========= ===========
 
 The file is read, the entry added, and the result written atomically (a temporary file
