@@ -33,6 +33,7 @@ from pathlib import Path
 import orjson
 from joserfc import jwk, jwt
 
+from ..storage.local import state_dir as local_state_dir
 from .server.config import Auth
 from .server.jwt import JWTVerifier
 from .server.metadata import ProtectedResource
@@ -45,22 +46,13 @@ LEEWAY = 60
 """Seconds of clock skew the verifier allows: a token expires ``LEEWAY`` s after ``exp``."""
 
 
-def default_state_dir() -> Path:
-    """``$MCPKIT_STATE_DIR``, else ``$XDG_STATE_HOME/mcpkit``, else
-    ``~/.local/state/mcpkit`` (where the CLI keeps its logins too)."""
-    if os.environ.get("MCPKIT_STATE_DIR"):
-        return Path(os.environ["MCPKIT_STATE_DIR"])
-    base = os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state"
-    return Path(base) / "mcpkit"
-
-
 class DevIssuer:
     """A local issuer of access tokens (see the module docstring); ``state_dir``: where
-    its key pair is kept (default ``default_state_dir()``)."""
+    its key pair is kept (default mcpkit's state directory, ``storage.local``)."""
 
     def __init__(self, state_dir: str | os.PathLike[str] | None = None, *,
                  issuer: str = ISSUER) -> None:
-        self.state_dir = Path(state_dir) if state_dir is not None else default_state_dir()
+        self.state_dir = Path(state_dir) if state_dir is not None else local_state_dir()
         self.issuer = issuer
         self._key: jwk.ECKey | None = None
 

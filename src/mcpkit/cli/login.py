@@ -28,19 +28,11 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ..storage.local import state_dir
 from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
 
 if TYPE_CHECKING:
     from ..auth import FileTokenStore, Tokens
-
-
-def state_dir() -> Path:
-    """Where mcpkit keeps its state (see the module docstring)."""
-    if os.environ.get("MCPKIT_STATE_DIR"):
-        return Path(os.environ["MCPKIT_STATE_DIR"])
-    if os.environ.get("XDG_STATE_HOME"):
-        return Path(os.environ["XDG_STATE_HOME"]) / "mcpkit"
-    return Path.home() / ".local" / "state" / "mcpkit"
 
 
 def token_path() -> Path:
