@@ -10,9 +10,6 @@ A protected app's public and protected routes: ``tests/auth/test_routes_auth.py`
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from mcpkit import Server
 from mcpkit.storage import SQLiteTaskStore
 from tests.support.http import LiveServer, McpHttp
+from tests.support.modules import modules_after
 from tests.support.redis import BOUNDED, RedisServer
 
 pytestmark = [pytest.mark.anyio, BOUNDED]
@@ -150,12 +148,6 @@ async def test_without_routes_or_health_nothing_is_served() -> None:
 
 
 def test_without_routes_starlette_is_not_loaded() -> None:
-    code = ("import json, sys\n"
-            "from mcpkit import Server\n"
-            "Server('bare').asgi_app()\n"
-            "print(json.dumps('starlette' in sys.modules))\n")
-    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         timeout=30)
-    assert res.returncode == 0, res.stderr
-    assert json.loads(res.stdout) is False
+    loaded = modules_after("from mcpkit import Server\nServer('bare').asgi_app()\n")
+    assert "starlette" not in loaded
 

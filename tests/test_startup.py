@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.support.modules import modules_after
+
 HEAVY = ("uvicorn", "starlette", "httpx", "pydantic", "jsonschema_rs", "fastjsonschema",
          "mcpkit.check", "mcpkit.client", "mcpkit.transports.http_server", "hmac", "secrets",
          "anyio.from_thread", "mcpkit.auth", "opentelemetry")
@@ -173,6 +175,7 @@ CLI = {
     "mcpkit.cli.proxying", "mcpkit.cli.tasks", "mcpkit.cli.tokens", "mcpkit.cli.usage",
     "mcpkit.cli.version", "mcpkit.cli.waiting",
     "mcpkit.protocol", "mcpkit.protocol.scopes", "mcpkit.protocol.text",
+    "mcpkit.storage", "mcpkit.storage.local",
     "mcpkit.transports", "mcpkit.transports.http_options",
 }
 """``mcpkit --help``: the parser, built from each subcommand's module."""
@@ -209,19 +212,6 @@ hooks, the argument-error texts (the first refused call) and typed elicitation f
 PLAIN_STDIO_PACKAGES = {"anyio", "orjson", "sniffio", "typing_extensions"}
 
 
-def _loaded(code: str, *, stdin: str = "") -> set[str]:
-    """The modules a fresh interpreter holds after ``code`` (printed by an atexit hook, so
-    a ``SystemExit`` or a server's return counts)."""
-    hook = ("import atexit, json, sys\n"
-            "atexit.register(lambda: sys.stderr.write("
-            "'MODULES ' + json.dumps(sorted(sys.modules)) + '\\n'))\n")
-    res = subprocess.run([sys.executable, "-c", hook + code], input=stdin,
-                         capture_output=True, text=True, timeout=30)
-    assert res.returncode == 0, res.stderr
-    (line,) = [x for x in res.stderr.splitlines() if x.startswith("MODULES ")]
-    return set(json.loads(line[len("MODULES "):]))
-
-
 def _ours_and_theirs(loaded: set[str]) -> tuple[set[str], set[str]]:
     """mcpkit's modules, and the top-level names of the third-party packages loaded."""
     ours = {m for m in loaded if m == "mcpkit" or m.startswith("mcpkit.")}
@@ -232,7 +222,7 @@ def _ours_and_theirs(loaded: set[str]) -> tuple[set[str], set[str]]:
 
 
 def test_import_mcpkit_loads_only_the_package() -> None:
-    ours, theirs = _ours_and_theirs(_loaded("import mcpkit"))
+    ours, theirs = _ours_and_theirs(modules_after("import mcpkit"))
     assert ours == IMPORT_MCPKIT
     assert theirs == set()
 
@@ -240,12 +230,12 @@ def test_import_mcpkit_loads_only_the_package() -> None:
 def test_the_cli_version_and_help_load_only_the_parser() -> None:
     for argv, allowed, packages in ((["--version"], CLI_VERSION, set()),
                                     (["--help"], CLI, CLI_PACKAGES)):
-        loaded = _loaded(f"from mcpkit.cli import main\nmain({argv!r})")
+        loaded = modules_after(f"from mcpkit.cli import main\nmain({argv!r})")
         ours, theirs = _ours_and_theirs(loaded)
         assert ours == allowed, (argv, sorted(ours ^ allowed))
         assert theirs == packages, (argv, sorted(theirs ^ packages))
         assert not [m for m in CLI_NEVER if m in loaded], argv
-    version = _loaded("from mcpkit.cli import main\nmain(['--version'])")
+    version = modules_after("from mcpkit.cli import main\nmain(['--version'])")
     assert not [m for m in ("typing", "dataclasses", "inspect") if m in version]
 
 
@@ -257,6 +247,6 @@ def test_a_plain_stdio_server_starts_with_the_listed_modules(tmp_path: Path) -> 
             '    """Add two integers."""\n'
             '    return a + b\n'
             'server.run()\n')
-    ours, theirs = _ours_and_theirs(_loaded(code))  # stdin at EOF: it stops at once
+    ours, theirs = _ours_and_theirs(modules_after(code))  # stdin at EOF: it stops at once
     assert ours == PLAIN_STDIO, sorted(ours ^ PLAIN_STDIO)
     assert theirs == PLAIN_STDIO_PACKAGES, sorted(theirs ^ PLAIN_STDIO_PACKAGES)
