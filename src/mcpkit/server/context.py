@@ -466,9 +466,9 @@ class Context:
             # multi-select (type: array) has no spelling there, and titled choices are an
             # enum with enumNames.
             if form is not None:
-                from .elicit_forms import for_revision
+                from .elicit_forms import before_choices
 
-                schema = for_revision(schema, titled_choices=False)
+                schema = before_choices(schema)
             props = schema.get("properties")
             for name, prop in (props if isinstance(props, dict) else {}).items():
                 if isinstance(prop, dict) and prop.get("type") == "array":

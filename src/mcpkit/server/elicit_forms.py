@@ -236,11 +236,9 @@ def _titled(spec: dict[Any, Any], *, several: bool) -> Form:
     return Form(list[str] if several else str, schema, None, wrapped=True)
 
 
-def for_revision(schema: JSON, titled_choices: bool) -> JSON:
+def before_choices(schema: JSON) -> JSON:
     """``schema`` as a revision before 2025-11-25 spells it: a titled single choice
     (``oneOf`` of consts) becomes ``enum`` with ``enumNames``; unchanged otherwise."""
-    if titled_choices:
-        return schema
     props = schema.get("properties")
     if not isinstance(props, dict):
         return schema

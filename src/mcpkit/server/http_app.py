@@ -35,6 +35,7 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
 
     lifespan: Callable[[], AbstractAsyncContextManager[Any]] = server.lifespan_scope
     tasks, buckets, bus, sharing = None, None, None, None  # (None: the server's own)
+    stores = None
     if options.store is not None:
         from .sharing import Sharing, shared_stores
 
@@ -77,8 +78,7 @@ def build_app(server: Server, options: HttpOptions, auth: Auth | None
         call_guard=guard,
     )
     _link(sharing, app)
-    public = _serve_routes(server, options, app, auth, stores if options.store is not None
-                           else None)
+    public = _serve_routes(server, options, app, auth, stores)
     return app if auth is None else auth.protect(app, public)
 
 

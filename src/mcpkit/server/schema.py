@@ -151,12 +151,10 @@ def plain_schema(tp: Any) -> JSON:
     origin = get_origin(tp)
     args = get_args(tp)
     if origin is Annotated:
-        if not all(isinstance(m, Schema) for m in tp.__metadata__):
-            raise NeedsPydantic
-        marked = plain_schema(tp.__origin__)
-        for mark in tp.__metadata__:
-            marked.update(mark.keywords)
-        return marked
+        base, keywords = _split_schema(tp)
+        if keywords is None or get_origin(base) is Annotated:
+            raise NeedsPydantic  # metadata of pydantic's (Field, ...)
+        return {**plain_schema(base), **keywords}
     if origin in (list, tuple, set, frozenset) or tp in (list, tuple, set, frozenset):
         if origin is tuple and args and not (len(args) == 2 and args[1] is Ellipsis):
             raise NeedsPydantic
