@@ -75,8 +75,16 @@ def _startup(figures: dict[str, Any]) -> int:
         missed += _verdict("mcpkit --version vs python -c pass", version / bare, "<=", 2, "x")
     call, floor = figures.get("cli_call_ms"), figures.get("floor_init_ms")
     if isinstance(call, int | float) and isinstance(floor, int | float) and floor:
-        missed += _verdict("mcpkit call --stdio (end to end) vs two floor cold starts",
+        missed += _verdict("mcpkit call --stdio notes.py vs two floor cold starts",
                            call / (2 * floor), "<=", 1.5, "x")
+        notes = figures.get("notes_init_ms")
+        if isinstance(notes, int | float):  # what that goal stands on
+            print(f"info  {'floor of that measure: notes.py cold start + anyio floor':44s}"
+                  f" {(notes + floor) / (2 * floor):8.2f}x  (notes.py alone {notes:.1f} ms)")
+        plain = figures.get("cli_call_everything_ms")
+        if isinstance(plain, int | float):
+            missed += _verdict("mcpkit call --stdio everything.py vs two floors",
+                               plain / (2 * floor), "<=", 1.5, "x")
     return missed
 
 

@@ -14,7 +14,9 @@ load from other processes lands on all of them alike, after one unmeasured warm-
   ``server/discover`` answered (2026-07-28);
 * idle stdio RSS of the same two, 1 s after ``initialize`` and one ``tools/call``;
 * ``mcpkit call --stdio "python examples/notes.py" notes_search query=x``, end to end: two
-  Pythons (the CLI and the server) and one call, against two floor cold starts;
+  Pythons (the CLI and the server) and one call, against two floor cold starts; beside it
+  the cold start of ``examples/notes.py`` alone (its tools return pydantic models, whose
+  import it pays) and the same command against ``examples/everything.py``'s ``echo``;
 * idle RSS of an HTTP server after one session and call: ``examples/everything.py``
   under ``mcpkit run --http`` against a bare uvicorn app (the floor of any ASGI server);
   and, for information, ``examples/notes.py``, whose tools return pydantic models (what
@@ -178,6 +180,11 @@ def main() -> int:
         "discover_ms": lambda: _cold(everything, env, DISCOVER),
         "cli_call_ms": lambda: _timed([MCPKIT, "call", "--stdio", notes, "notes_search",
                                        "query=x"], env),
+        # what the notes goal stands on: the server's own cold start (pydantic models)
+        "notes_init_ms": lambda: _cold([PY, str(ROOT / "examples" / "notes.py")], env),
+        # the same command against a server that does not import pydantic
+        "cli_call_everything_ms": lambda: _timed(
+            [MCPKIT, "call", "--stdio", " ".join(everything), "echo", "text=x"], env),
     }
     samples: dict[str, list[float]] = {k: [] for k in kinds}
     for run in kinds.values():

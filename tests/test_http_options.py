@@ -24,6 +24,7 @@ from mcpkit import Server
 from mcpkit.cli import _parser
 from mcpkit.server import running
 from mcpkit.storage import MemoryEventStore, MemorySessionStore
+from mcpkit.transports import http_defaults
 from mcpkit.transports.http_options import HttpKeywords, HttpOptions
 from mcpkit.transports.http_server import StreamableHTTPApp
 
@@ -47,6 +48,20 @@ def options_parameter(fn: Any) -> inspect.Parameter:
     (var,) = [p for p in inspect.signature(fn).parameters.values()
               if p.kind is p.VAR_KEYWORD]
     return var
+
+
+def test_the_defaults_the_cli_shows_are_the_options_defaults() -> None:
+    """``http_defaults`` holds the constants the parser prints without building the
+    dataclass; ``HttpOptions`` takes its defaults from them."""
+    options = HttpOptions()
+    assert (options.path, options.drain) == (http_defaults.PATH, http_defaults.DRAIN)
+    assert options.max_stream_buffer == http_defaults.MAX_STREAM_BUFFER
+    assert options.stall_timeout == http_defaults.STALL_TIMEOUT
+    helps = _parser().format_help() + "".join(
+        action.choices["run"].format_help() for action in _parser()._subparsers._actions  # type: ignore[union-attr]
+        if isinstance(action.choices, dict) and "run" in action.choices)
+    assert f"(default {http_defaults.PATH})" in helps
+    assert f"(default {http_defaults.DRAIN:g})" in helps
 
 
 def test_http_keywords_are_the_option_fields_with_their_types() -> None:

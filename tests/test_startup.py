@@ -176,9 +176,10 @@ CLI = {
     "mcpkit.cli.version", "mcpkit.cli.waiting",
     "mcpkit.protocol", "mcpkit.protocol.scopes", "mcpkit.protocol.text",
     "mcpkit.storage", "mcpkit.storage.local",
-    "mcpkit.transports", "mcpkit.transports.http_options",
+    "mcpkit.transports", "mcpkit.transports.http_defaults",
 }
-"""``mcpkit --help``: the parser, built from each subcommand's module."""
+"""``mcpkit --help``: the parser, built from each subcommand's module (the HTTP defaults
+it shows come from plain constants, not from the ``HttpOptions`` dataclass)."""
 CLI_PACKAGES = {"orjson"}
 CLI_NEVER = ("asyncio", "anyio", "pydantic", "httpx", "ssl", "mcpkit.server", "mcpkit.client",
              "mcpkit.session", "mcpkit.auth")
@@ -237,6 +238,19 @@ def test_the_cli_version_and_help_load_only_the_parser() -> None:
         assert not [m for m in CLI_NEVER if m in loaded], argv
     version = modules_after("from mcpkit.cli import main\nmain(['--version'])")
     assert not [m for m in ("typing", "dataclasses", "inspect") if m in version]
+
+
+def test_a_cli_call_over_stdio_loads_no_pydantic_and_no_http_stack(tmp_path: Path) -> None:
+    """``mcpkit call --stdio``: the client reads its results without pydantic (#28)."""
+    script = tmp_path / "plain_server.py"
+    script.write_text(SERVER)
+    command = f"{sys.executable} {script}"
+    loaded = modules_after("from mcpkit.cli import main\n"
+                           f"assert main(['call', '--stdio', {command!r}, 'add', 'a=1']) == 0")
+    assert "mcpkit.client.types" in loaded
+    assert not [m for m in ("pydantic", "pydantic_core", "httpx", "uvicorn", "starlette",
+                            "mcpkit.server", "mcpkit.auth", "mcpkit.transports.http_options")
+                if m in loaded]
 
 
 def test_a_plain_stdio_server_starts_with_the_listed_modules(tmp_path: Path) -> None:

@@ -211,7 +211,7 @@ def dumped(model: Any) -> Any:
     ``_meta``) is left out, so both eras print the same shape."""
     from ..protocol.stateless import SERVER_INFO
 
-    data = model.model_dump(by_alias=True, exclude_none=True)
+    data = model.to_wire()
     if not isinstance(data, dict):
         return data
     if data.get("resultType") == "complete":

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from ..protocol.scopes import B64TOKEN
-from ..transports.http_options import HttpOptions
+from ..transports import http_defaults
 from . import calls, checking, completion, dev, install, login, proxying, tokens, waiting
 from .loading import LoadError, load_server
 from .usage import EXIT_ERROR, EXIT_OK, EXIT_USAGE, UsageError
@@ -55,7 +55,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         if args.port is not None and not 0 <= args.port <= 65535:
             raise UsageError(f"--port must be between 0 and 65535 (got {args.port})")
         server.run("http", host=args.host or "127.0.0.1", port=8000 if args.port is None
-                   else args.port, path=args.path or HttpOptions.path, **drain_option(args))
+                   else args.port, path=args.path or http_defaults.PATH, **drain_option(args))
     else:
         if sys.stdin.isatty():
             sys.stderr.write(_on_a_terminal(args.file, server.name))
@@ -65,8 +65,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 DRAIN_HELP = ("with --http: seconds requests in flight get to be answered on SIGTERM or "
-              f"SIGINT before they are cut (default {HttpOptions.drain:g})")
-PATH_HELP = f"with --http: endpoint path (default {HttpOptions.path})"
+              f"SIGINT before they are cut (default {http_defaults.DRAIN:g})")
+PATH_HELP = f"with --http: endpoint path (default {http_defaults.PATH})"
 DRAIN_STDIO = ("--drain is for --http; over stdio the server's drain_timeout applies "
                "(Server(drain_timeout=...), 1 s by default)")
 

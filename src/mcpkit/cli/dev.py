@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
-from ..transports.http_options import HttpOptions
+from ..transports import http_defaults
 
 CHECK_SECONDS = 60.0  # importing the new version may take this long
 START_SECONDS = 30.0  # a new child must accept connections within this
@@ -291,8 +291,8 @@ def add_parser(sub: Any) -> None:
     p.add_argument("file", metavar="FILE[:OBJECT]")
     p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
-    p.add_argument("--path", default=HttpOptions.path,
-                   help=f"endpoint path (default {HttpOptions.path})")
+    p.add_argument("--path", default=http_defaults.PATH,
+                   help=f"endpoint path (default {http_defaults.PATH})")
     p.add_argument("--watch", action="append", default=[], metavar="DIR",
                    help="another directory to watch, repeatable")
     p.add_argument("--no-inspector", dest="inspector", action="store_false",

@@ -16,7 +16,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from ..transports.http_options import HttpOptions
+from ..transports import http_defaults
 from . import login
 
 
@@ -29,10 +29,10 @@ def add_parser(sub: Any, auth_args: Callable[[argparse.ArgumentParser], None]) -
                    help="serve Streamable HTTP (default: serve stdio)")
     p.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
     p.add_argument("--port", type=int, help="with --http: port (default 8000)")
-    p.add_argument("--path", help=f"with --http: endpoint path (default {HttpOptions.path})")
+    p.add_argument("--path", help=f"with --http: endpoint path (default {http_defaults.PATH})")
     p.add_argument("--drain", type=float, metavar="SECONDS", help="with --http: seconds "
                    "requests in flight get to be answered on SIGTERM or SIGINT before they "
-                   f"are cut (default {HttpOptions.drain:g})")
+                   f"are cut (default {http_defaults.DRAIN:g})")
     p.add_argument("--timeout", type=float, default=300.0,
                    help="seconds one forwarded request may take (default 300)")
     p.add_argument("--mode", choices=["auto", "stateful", "stateless"], default="auto",
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         if args.http:
             server.run("http", host=args.host or "127.0.0.1",
                        port=8000 if args.port is None else args.port,
-                       path=args.path or HttpOptions.path,
+                       path=args.path or http_defaults.PATH,
                        **({} if args.drain is None else {"drain": args.drain}))
         else:
             server.run()

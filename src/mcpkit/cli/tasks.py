@@ -141,7 +141,7 @@ async def tasks_command(client: Any, action: str, rest: list[str], as_json: bool
                              f"mcpkit tasks get|result|cancel {again} TASK_ID")
         items = await client.list_tasks()
         if as_json:
-            json.dump([t.model_dump(by_alias=True, exclude_none=True) for t in items], out,
+            json.dump([t.to_wire() for t in items], out,
                       indent=2)
             out.write("\n")
         else:
@@ -160,7 +160,7 @@ async def tasks_command(client: Any, action: str, rest: list[str], as_json: bool
     elif task is None:
         print(f"cancellation of task {task_id} requested")
     elif as_json:
-        json.dump(task.model_dump(by_alias=True, exclude_none=True), out, indent=2)
+        json.dump(task.to_wire(), out, indent=2)
         out.write("\n")
     else:
         print(table([_task_row(task)]))

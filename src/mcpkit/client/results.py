@@ -1,9 +1,9 @@
 """Checking what a server answers before the client hands it on.
 
-A result becomes a typed model (``InvalidResult`` when it lacks the protocol's shape,
-rather than pydantic's error); a listing is followed through its pages
-(``PaginationError`` when the cursors go round in circles); a tool's ``x-mcp-header``
-declarations are checked before the client routes calls by them (2026-07-28); a tool's
+A result becomes a typed object (``InvalidResult`` when it lacks the protocol's
+shape); a listing is followed through its pages (``PaginationError`` when the cursors
+go round in circles); a tool's ``x-mcp-header`` declarations are checked before the
+client routes calls by them (2026-07-28); a tool's
 ``structuredContent`` is checked against the ``outputSchema`` it advertised
 (``OutputSchemaError``) and then read as the type the caller asked for (``read_data``).
 """
@@ -14,9 +14,7 @@ import functools
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Any, TypeVar
-
-from pydantic import BaseModel, PydanticUserError, TypeAdapter, ValidationError
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol.errors import (
     InvalidResult,
@@ -28,8 +26,12 @@ from ..protocol.errors import (
 from ..protocol.jsonrpc import JSONObject
 from ..protocol.nesting import MAX_DEPTH, too_deep
 from . import types as t
+from .model import Wire, WireError
 
-M = TypeVar("M", bound=BaseModel)
+if TYPE_CHECKING:  # pydantic is loaded by the first call with a result_type
+    from pydantic import TypeAdapter, ValidationError
+
+M = TypeVar("M", bound=Wire)
 log = logging.getLogger("mcpkit.client")
 MAX_PAGES = 10_000
 
@@ -37,12 +39,12 @@ _TOKEN = re.compile(r"^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$")
 
 
 def parse(model: type[M], value: Any, method: str) -> M:
-    """``model`` from a server's result; ``InvalidResult`` (not pydantic's error) if malformed."""
+    """``model`` from a server's result; ``InvalidResult`` naming the first value that
+    does not fit if it is malformed."""
     try:
-        return model.model_validate(value)
-    except ValidationError as exc:
-        raise InvalidResult(f"the server's answer to {method} is malformed: "
-                            f"{_problems(exc, '<result>')}") from exc
+        return model.from_wire(value)
+    except WireError as exc:
+        raise InvalidResult(f"the server's answer to {method} is malformed: {exc}") from exc
 
 
 def _problems(exc: ValidationError, whole: str) -> str:
@@ -206,6 +208,8 @@ def _reader(result_type: Any) -> tuple[TypeAdapter[Any], bool]:
     ``{"result": ...}``: as the spec's ``structuredContent`` is an object, a value whose
     JSON Schema is not ``"type": "object"`` travels wrapped (mcpkit's and other servers'
     convention)."""
+    from pydantic import PydanticUserError, TypeAdapter
+
     try:
         adapter: TypeAdapter[Any] = TypeAdapter(result_type)
     except PydanticUserError as exc:  # a type pydantic cannot validate into
@@ -243,6 +247,8 @@ def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
             f"tool {name!r} returned no structuredContent, so there is no "
             f"{_type_name(result_type)} to read; call it without result_type and read "
             "its content")
+    from pydantic import ValidationError
+
     try:
         adapter, wrapped = _reader(result_type)
     except TypeError:  # an unhashable type (Annotated with a dict, say): not cached

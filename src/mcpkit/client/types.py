@@ -1,31 +1,34 @@
-"""Typed results the client returns: pydantic models over the MCP result shapes.
+"""Typed results the client returns: small classes over the MCP result shapes.
 
-Models accept unknown fields (``extra="allow"``) so a newer server's additions survive,
-and use the wire's camelCase names as aliases (``input_schema`` <-> ``inputSchema``). One
-naming style: every field the protocol defines is a snake_case attribute, nested objects
-(annotations, icons, ``execution``) included; what stays a dict is data of the server's
-own (``meta``, JSON Schemas, ``structured_content``, capabilities). ``to_wire()`` gives
-any of them back as the wire's camelCase JSON.
+Each accepts unknown fields (a newer server's additions survive, readable as attributes
+under their wire names) and reads the wire's camelCase names into snake_case attributes
+(``inputSchema`` -> ``input_schema``). One naming style: every field the protocol defines
+is a snake_case attribute, nested objects (annotations, icons, ``execution``) included;
+what stays a dict is data of the server's own (``meta``, JSON Schemas,
+``structured_content``, capabilities). ``to_wire()`` gives any of them back as the wire's
+camelCase JSON, ``from_wire()`` reads one. They are not pydantic models: importing
+pydantic would cost every client 130 ms at start-up (``client/model.py`` says more).
 """
 
-from __future__ import annotations
-
-from typing import Annotated, Any, Generic, Literal, TypeVar
-
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, PrivateAttr
-from pydantic.alias_generators import to_camel
+from typing import Any, Generic, Literal, TypeVar
 
 from ..protocol.tasks import CORE, EXT, TaskStatus, is_terminal
+from .model import Wire, WireError, field
+
+__all__ = [
+    "Annotations", "AudioContent", "CallToolResult", "Completion", "ContentBlock",
+    "EmbeddedResource", "GetPromptResult", "Icon", "ImageContent", "Implementation",
+    "InitializeResult", "Model", "Prompt", "PromptArgument", "PromptInfo", "PromptMessage",
+    "ReadResourceResult", "Resource", "ResourceContents", "ResourceInfo", "ResourceLink",
+    "ResourceTemplate", "ResourceTemplateInfo", "Task", "TextContent", "Tool",
+    "ToolAnnotations", "ToolExecution", "ToolInfo", "WireError",
+]
 
 
-class Model(BaseModel):
-    model_config = ConfigDict(extra="allow", alias_generator=to_camel, populate_by_name=True)
+class Model(Wire):
+    """The base of every result type: ``meta`` is the object's ``_meta``."""
 
-    meta: dict[str, Any] | None = Field(default=None, alias="_meta")
-
-    def to_wire(self) -> dict[str, Any]:
-        """This object as it travels: camelCase names, unset fields left out."""
-        return self.model_dump(mode="json", by_alias=True, exclude_none=True)
+    meta: dict[str, Any] | None = field(None, wire="_meta")
 
 
 class Annotations(Model):
@@ -119,10 +122,8 @@ class ResourceLink(Model):
     icons: list[Icon] | None = None
 
 
-ContentBlock = Annotated[
-    TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink,
-    Field(discriminator="type"),
-]
+# told apart by their ``type``
+ContentBlock = TextContent | ImageContent | AudioContent | EmbeddedResource | ResourceLink
 
 
 class ToolInfo(Model):
@@ -153,10 +154,10 @@ class CallToolResult(Model, Generic[T]):
     the tool's ``outputSchema``, as the ``result_type`` the caller asked for
     (``Client.call_tool``); ``is_error``: the tool failed (``content`` says why)."""
 
-    content: list[ContentBlock] = []
+    content: list[ContentBlock] = []  # noqa: RUF012  (copied for each object)
     structured_content: dict[str, Any] | None = None
     is_error: bool = False
-    _data: Any = PrivateAttr(default=None)
+    _data: Any = None  # set by the client once it has read structured_content
 
     @property
     def data(self) -> T:
@@ -251,14 +252,14 @@ class Task(Model):
     ``tasks/get`` also carries the terminal ``result`` or ``error``, or the
     ``input_requests`` a task in ``input_required`` waits for."""
 
-    task_id: str = Field(min_length=1)
+    task_id: str = field(min_length=1)
     status: TaskStatus
     status_message: str | None = None
     created_at: str
     last_updated_at: str
-    ttl: int | None = Field(default=None, validation_alias=AliasChoices(CORE.ttl, EXT.ttl))
-    poll_interval: int | None = Field(
-        default=None, validation_alias=AliasChoices(CORE.poll_interval, EXT.poll_interval))
+    ttl: int | None = field(None, wire=CORE.ttl, aliases=(EXT.ttl,))
+    poll_interval: int | None = field(None, wire=CORE.poll_interval,
+                                      aliases=(EXT.poll_interval,))
     result: dict[str, Any] | None = None
     error: dict[str, Any] | None = None
     input_requests: dict[str, Any] | None = None

@@ -24,11 +24,9 @@ if TYPE_CHECKING:
     from ..storage.redis_stores import RedisStores
     from ..storage.sessions import SessionStore
 
-MAX_STREAM_BUFFER = 1024 * 1024
-"""The default of ``HttpOptions.max_stream_buffer`` (also the bound of a stream built
-without options, ``http_streams``)."""
-STALL_TIMEOUT = 30.0
-"""The default of ``HttpOptions.stall_timeout`` (``http_stalls``)."""
+from .http_defaults import DRAIN, MAX_STREAM_BUFFER, PATH, STALL_TIMEOUT
+
+__all__ = ["HttpKeywords", "HttpOptions"]
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -37,7 +35,7 @@ class HttpOptions:
     default (docs/http.md). Given by name to ``Server.asgi_app`` and
     ``Server.run("http", ...)``; an unknown name is a ``TypeError``."""
 
-    path: str = "/mcp"
+    path: str = PATH
     """The endpoint's path (404 elsewhere, except the legacy SSE paths)."""
     response_mode: Literal["auto", "json", "sse"] = "auto"
     """``"auto"`` answers a POST as JSON when the response is the first thing its handler
@@ -90,7 +88,7 @@ class HttpOptions:
     """Where a 2024-11-05 client opens its SSE stream (GET)."""
     legacy_messages_path: str = "/messages"
     """Where a 2024-11-05 client posts its messages."""
-    drain: float = 10.0
+    drain: float = DRAIN
     """Seconds requests in flight get to be answered on SIGTERM (docs/http.md)."""
     health: bool = False
     """Also serve ``GET /health`` (liveness) and ``GET /ready`` (readiness: 503 while

@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .asgi import Receive, Send
-from .http_options import MAX_STREAM_BUFFER, STALL_TIMEOUT
+from .http_defaults import MAX_STREAM_BUFFER, STALL_TIMEOUT
 
 log = logging.getLogger("mcpkit.http")
 
