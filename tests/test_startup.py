@@ -201,7 +201,7 @@ PLAIN_STDIO = {
     "mcpkit.server.mrtr", "mcpkit.server.peers", "mcpkit.server.prompts",
     "mcpkit.server.registry", "mcpkit.server.resources", "mcpkit.server.schema",
     "mcpkit.server.serving", "mcpkit.server.tools",
-    "mcpkit.server.validation", "mcpkit.server.watch",
+    "mcpkit.server.validation", "mcpkit.server.visibility", "mcpkit.server.watch",
     "mcpkit.session", "mcpkit.session.asking", "mcpkit.session.dispatch",
     "mcpkit.session.interfaces", "mcpkit.session.loop", "mcpkit.session.pump",
     "mcpkit.transports", "mcpkit.transports.stdio",

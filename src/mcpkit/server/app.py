@@ -35,6 +35,7 @@ from .registry import Completer, Registry, decorator
 from .resources import Resource, ResourceTemplate
 from .serving import LifespanFactory, SharedLifespan, log_to_stderr, serve_stream
 from .tools import Tool
+from .visibility import make_rule, revise
 from .watch import CallWatch
 
 if TYPE_CHECKING:
@@ -223,7 +224,8 @@ class Server:
         them is answered 403 ``insufficient_scope``; no effect on stdio or without
         ``auth=``), ``rate_limit`` (the tool's own limit per caller, a ``RateLimit`` or a
         string such as ``"10/minute"``, drawn from a budget of its own instead of the
-        server's ``rate_limit``; None exempts the tool from the server's). A second tool
+        server's ``rate_limit``; None exempts the tool from the server's), ``tags`` (what
+        ``enable``/``disable`` select it by). A second tool
         of the same name is a ``ValueError``, as is a scope name that is not an RFC 6750
         scope-token, or an invalid rate limit.
         """
@@ -257,8 +259,8 @@ class Server:
         value is served as is. Options: ``name``, ``title``, ``description``, ``mime_type``,
         ``annotations``, ``icons``, ``cache_ttl_ms``/``cache_scope`` (2026-07-28 caching
         hints of its reads), ``scopes`` (OAuth scopes a read needs, as for
-        ``add_tool``; completions of a template's arguments need them too) (+ ``size``
-        for fixed resources).
+        ``add_tool``; completions of a template's arguments need them too), ``tags`` (+
+        ``size`` for fixed resources).
         """
         return self._registry.add_resource(fn, uri, **options)
 
@@ -274,12 +276,28 @@ class Server:
     def add_prompt(self, fn: Callable[..., Any] | Prompt, **options: Any) -> Prompt:
         """Register a prompt; its parameters are its (string) arguments. Options: ``name``,
         ``title``, ``description``, ``icons``, ``scopes`` (OAuth scopes getting it, or
-        completing its arguments, needs; as for ``add_tool``)."""
+        completing its arguments, needs; as for ``add_tool``), ``tags``."""
         return self._registry.add_prompt(fn, **options)
 
     def remove_prompt(self, name: str) -> None:
         """Remove the prompt ``name`` (``KeyError`` if there is none)."""
         self._registry.remove_prompt(name)
+
+    def enable(self, *, names: Iterable[str] | None = None, tags: Iterable[str] | None = None,
+               kinds: Iterable[str] | None = None, only: bool = False) -> None:
+        """Show the components matching all the criteria given (``only``: and hide the
+        rest of those kinds), announcing ``list_changed`` (``server/visibility.py``)."""
+        revise(self._registry, make_rule(True, names, tags, kinds, only))
+
+    def disable(self, *, names: Iterable[str] | None = None, tags: Iterable[str] | None = None,
+                kinds: Iterable[str] | None = None) -> None:
+        """Hide the components matching all the criteria given: absent from listings,
+        unknown to calls, reads and completions."""
+        revise(self._registry, make_rule(False, names, tags, kinds, False))
+
+    def reset_visibility(self) -> None:
+        """Drop every rule ``enable`` and ``disable`` made."""
+        revise(self._registry, None)
 
     @overload
     def prompt(self, fn: F, /) -> F: ...

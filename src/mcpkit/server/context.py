@@ -16,7 +16,7 @@ served over HTTP with ``auth=``; None on stdio and on an unprotected endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, Generic, Literal, TypeVar, cast, overload
 
 import anyio
@@ -34,6 +34,7 @@ from ..protocol.stateless import MRTR_METHODS, RequestMeta
 from ..protocol.versions import Revision
 from ..session import Session
 from .mrtr import InputRequired, check_answer
+from .visibility import Rule, make_rule, revise_session
 
 if TYPE_CHECKING:
     from ..auth.server.access_token import AccessToken
@@ -172,6 +173,32 @@ class Context:
         """A dict that lives as long as this client's session; it is the application's
         alone (mcpkit keeps none of its own bookkeeping there)."""
         return self._session.state
+
+    async def enable_components(self, *, names: Iterable[str] | None = None,
+                                tags: Iterable[str] | None = None,
+                                kinds: Iterable[str] | None = None, only: bool = False) -> None:
+        """Show this session the components that match (all of the criteria given), over
+        the server's own rules; ``only``: and hide the rest of those kinds. The session is
+        sent ``list_changed`` (``server/visibility.py``). Not on a 2026-07-28 stateless
+        request: it has no session (use ``Server.enable``)."""
+        self._revise(make_rule(True, names, tags, kinds, only))
+
+    async def disable_components(self, *, names: Iterable[str] | None = None,
+                                 tags: Iterable[str] | None = None,
+                                 kinds: Iterable[str] | None = None) -> None:
+        """Hide from this session the components that match (see ``enable_components``)."""
+        self._revise(make_rule(False, names, tags, kinds, False))
+
+    async def reset_visibility(self) -> None:
+        """Drop this session's own rules: it sees what the server's rules show."""
+        self._revise(None)
+
+    def _revise(self, rule: Rule | None) -> None:
+        if self.stateless is not None:
+            raise RuntimeError("a 2026-07-28 stateless request has no session to show or "
+                               "hide components for; use Server.enable/disable, or check "
+                               "ctx.auth in the handler")
+        revise_session(self._session, rule)
 
     @property
     def lifespan(self) -> Any:

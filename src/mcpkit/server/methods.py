@@ -11,7 +11,8 @@ protocol core answers itself (``initialize``, ``ping``, ``logging/setLevel``,
 from __future__ import annotations
 
 import inspect
-from collections.abc import Awaitable, Callable, Coroutine
+import itertools
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from typing import TYPE_CHECKING, Any
 
 from ..protocol.connection import NotificationReceived, RequestReceived
@@ -30,8 +31,9 @@ from .middleware import (
 )
 from .mrtr import StateSeal
 from .peers import LISTEN_FLAGS, Peers
-from .registry import Completer, Registry
+from .registry import Completer, Layers, Registry
 from .resources import Resource, ResourceTemplate, check_uri
+from .visibility import shows
 
 if TYPE_CHECKING:
     from .app import Server
@@ -150,20 +152,24 @@ class Methods:
     def _tools_list(self, session: Session, event: RequestReceived) -> HandlerResult:
         rev = event.revision
         newest = event.stateless is None and rev is not None and rev.version == LATEST_STATEFUL
-        return Ready(self._registry.tools_page(event.params, cached=newest))
+        return Ready(self._registry.tools_page(event.params, cached=newest,
+                                               layers=self._layers(session)))
 
     def _tools_list_unserialized(self, session: Session, event: RequestReceived
                                  ) -> HandlerResult:
         """``tools/list`` with ``tools`` a list (what middleware read), never the serialized
         pages the plain path serves the newest stateful revision from."""
-        return Ready(self._registry.tools_page(event.params, cached=False))
+        return Ready(self._registry.tools_page(event.params, cached=False,
+                                               layers=self._layers(session)))
 
     def _tools_call(self, session: Session, event: RequestReceived) -> HandlerResult:
         # The hot path: every lookup written out, no extra calls.
         name = _name(event)
-        tool = self._registry.tools.get(name)
-        if tool is None:
-            raise self._unknown_tool(name)
+        registry = self._registry
+        tool = registry.tools.get(name)
+        ruled = registry.visibility is not None or session.visibility is not None
+        if tool is None or (ruled and not self._shown(session, "tool", tool)):
+            raise self._unknown_tool(session, name)
         arguments = event.params.get("arguments")
         if arguments is None:
             arguments = {}
@@ -193,10 +199,19 @@ class Methods:
                 self._table[method] = entry(server, chain)
         self._notify_chain = compose_notifications(middleware, self._plain_notification)
 
-    def _unknown_tool(self, name: str) -> InvalidParams:
+    def _layers(self, session: Session) -> Layers:
+        return self._registry.layers(session.visibility)
+
+    def _shown(self, session: Session, kind: str, item: Any) -> bool:
+        layers = self._layers(session)
+        return layers is None or shows(layers, kind, item)
+
+    def _unknown_tool(self, session: Session, name: str) -> InvalidParams:
+        registry = self._registry
+        tools = registry.visible("tool", registry.tools, self._layers(session))
         return InvalidParams(
             f"Unknown tool: '{name[:100]}'. Available tools: "
-            f"{_names(self._registry.tools)}. Call tools/list for their schemas.",
+            f"{_names([t.name for t in tools])}. Call tools/list for their schemas.",
             {"name": name[:100]},
         )
 
@@ -212,20 +227,25 @@ class Methods:
     # ------------------------------------------------------------------ resources
 
     def _resources_list(self, session: Session, event: RequestReceived) -> HandlerResult:
-        items = [r.definition() for r in self._registry.resources.values()]
-        return Ready(self._registry.page(event.params, items, "resources"))
+        registry = self._registry
+        items = [r.definition() for r in registry.visible(
+            "resource", registry.resources, self._layers(session))]
+        return Ready(registry.page(event.params, items, "resources"))
 
     def _templates_list(self, session: Session, event: RequestReceived) -> HandlerResult:
-        items = [t.definition() for t in self._registry.templates.values()]
-        return Ready(self._registry.page(event.params, items, "resourceTemplates"))
+        registry = self._registry
+        items = [t.definition() for t in registry.visible(
+            "template", registry.templates, self._layers(session))]
+        return Ready(registry.page(event.params, items, "resourceTemplates"))
 
     def _resources_read(self, session: Session, event: RequestReceived) -> HandlerResult:
         uri = check_uri(event.params.get("uri"))
         ctx = self._context(session, event)
-        resource = self._registry.resources.get(uri)
+        registry, layers = self._registry, self._layers(session)
+        resource = registry.find("resource", registry.resources, uri, layers)
         if resource is not None:
             return self._sealed(event, ctx, _read_static(resource, ctx))
-        for template in self._registry.templates.values():
+        for template in registry.visible("template", registry.templates, layers):
             values = template.match(uri)
             if values is not None:
                 return self._sealed(event, ctx, _read_template(template, uri, values, ctx))
@@ -270,15 +290,19 @@ class Methods:
     # ------------------------------------------------------------------ prompts
 
     def _prompts_list(self, session: Session, event: RequestReceived) -> HandlerResult:
-        items = [p.definition() for p in self._registry.prompts.values()]
-        return Ready(self._registry.page(event.params, items, "prompts"))
+        registry = self._registry
+        items = [p.definition() for p in registry.visible(
+            "prompt", registry.prompts, self._layers(session))]
+        return Ready(registry.page(event.params, items, "prompts"))
 
     def _prompts_get(self, session: Session, event: RequestReceived) -> HandlerResult:
         name = _name(event)
-        prompt = self._registry.prompts.get(name)
+        registry, layers = self._registry, self._layers(session)
+        prompt = registry.find("prompt", registry.prompts, name, layers)
         if prompt is None:
+            shown = registry.visible("prompt", registry.prompts, layers)
             raise InvalidParams(f"Unknown prompt: '{name[:100]}'. Available prompts: "
-                                f"{_names(self._registry.prompts)}.")
+                                f"{_names([p.name for p in shown])}.")
         args = prompt.check(event.params.get("arguments"))
         ctx = self._context(session, event)
         return self._sealed(event, ctx, prompt.render(args, ctx))
@@ -296,10 +320,10 @@ class Methods:
         value = argument.get("value", "")
         if not isinstance(arg_name, str) or not isinstance(value, str):
             raise InvalidParams("Invalid params: 'argument' needs string 'name' and 'value'.")
-        registry = self._registry
+        registry, layers = self._registry, self._layers(session)
         if kind == "ref/prompt":
             key = ref.get("name")
-            prompt = registry.prompts.get(key) if isinstance(key, str) else None
+            prompt = registry.find("prompt", registry.prompts, key, layers)
             if prompt is None:
                 raise InvalidParams(f"Invalid params: unknown prompt {key!r}.")
             if arg_name not in prompt.names:
@@ -308,9 +332,8 @@ class Methods:
                 )
         elif kind == "ref/resource":
             key = ref.get("uri")
-            if not isinstance(key, str) or (key not in registry.templates and key not in (
-                registry.resources
-            )):
+            if registry.find("template", registry.templates, key, layers) is None and (
+                    registry.find("resource", registry.resources, key, layers) is None):
                 raise InvalidParams(f"Invalid params: unknown resource template {key!r}.")
         else:
             raise InvalidParams(
@@ -344,9 +367,9 @@ def _name(event: RequestReceived) -> str:
     return name
 
 
-def _names(registered: dict[str, Any]) -> str:
-    """The first 50 names of ``registered``, for an error naming what exists."""
-    return ", ".join(list(registered)[:50]) or "none"
+def _names(names: Iterable[str]) -> str:
+    """The first 50 of ``names``, for an error naming what exists."""
+    return ", ".join(itertools.islice(names, 50)) or "none"
 
 
 def _with_hints(result: JSON, item: Resource | ResourceTemplate, ctx: Context) -> JSON:

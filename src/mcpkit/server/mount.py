@@ -24,7 +24,9 @@ context (progress, logging, cancellation, elicitation, sampling and roots go thr
 parent's session, stateful or 2026-07-28 stateless) with ``ctx.server`` set to the child,
 so ``ctx.lifespan`` is the child's. The child's lifespan is entered inside the parent's.
 
-Changes follow: the child's registries tell this mount of every change (``followers``),
+What the child's own rules hide (``Server.disable``) is not served; the copies keep their
+``tags``, so the parent's rules select them too. Changes follow: the child's registries
+tell this mount of every change (``followers``, its rules' changes included),
 and it brings the parent's copies in step and announces the parent's ``list_changed``;
 the child's ``notify_resource_updated(uri)`` reaches the parent's subscribers as the
 served URI. A name that would collide with one the parent has is a ``ValueError`` at
@@ -46,6 +48,7 @@ from .prompts import Prompt
 from .registry import Completer, CompletionKey, Registry
 from .resources import Resource, ResourceTemplate
 from .tools import TOOL_NAME, Tool
+from .visibility import shows
 
 if TYPE_CHECKING:
     from .app import Server
@@ -198,7 +201,11 @@ class Mount:
         items = tables[table]
         owned = self._owned[table]
         wanted: dict[Any, Any] = {}
+        rules = src.layers(None)  # what the child hides, the parent does not serve
+        kind = table[:-1]
         for key, item in items.items():
+            if rules is not None and not shows(rules, kind, item):
+                continue
             served = self._served_key(table, key)
             kept = owned.get(served)
             wanted[served] = kept if kept is not None and kept.source is item else (

@@ -18,6 +18,7 @@ from .context import Context
 from .declared import ObjectLike
 from .handler import HandlerSpec
 from .schema import parse_docstring
+from .visibility import check_tags
 
 JSON = dict[str, Any]
 
@@ -34,11 +35,14 @@ class Prompt:
         description: str | None = None,
         icons: list[ObjectLike] | None = None,
         scopes: Iterable[str] = (),
+        tags: Iterable[str] = (),
     ) -> None:
         """``scopes``: the OAuth scopes getting it needs over a protected HTTP endpoint
-        (``ValueError`` for a name that is not a scope-token)."""
+        (``ValueError`` for a name that is not a scope-token); ``tags``: a set of strings
+        that ``Server.enable``/``disable`` select it by."""
         self.fn = fn
         self.scopes = check_scopes(scopes)
+        self.tags = check_tags(tags)
         self.spec = HandlerSpec(fn)
         self.name = name or self.spec.name
         self.title = title

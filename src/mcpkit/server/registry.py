@@ -25,6 +25,7 @@ from .handler import HandlerSpec
 from .prompts import Prompt
 from .resources import Resource, ResourceTemplate
 from .tools import Tool
+from .visibility import LIST_KIND, Visibility, shows
 
 JSON = dict[str, Any]
 F = TypeVar("F", bound=Callable[..., Any])
@@ -32,6 +33,9 @@ N = TypeVar("N", Tool, Prompt)
 Completer = Callable[..., Any]
 """``fn(value, context_arguments)``: candidate strings for an argument, sync or async; a
 parameter annotated ``Context`` gets the request's context (``ctx.auth``, ...)."""
+Layers = tuple[Visibility | None, Visibility | None] | None
+"""The visibility rules a request is seen through: (the server's, its session's), or None
+when neither has any (the fast path: nothing is filtered)."""
 CompletionKey = tuple[str, str, str]
 """(``ref/prompt`` or ``ref/resource``, the prompt's name or the template, the argument)."""
 
@@ -63,6 +67,8 @@ class Registry:
         #: ("tools", "prompts", "resources", "templates"); raising refuses it (a server
         #: mounting this one refuses what would collide with its own names).
         self.claims: list[Callable[[str, str], None]] = []
+        #: The server's visibility rules (``visibility.py``); None while there are none.
+        self.visibility: Visibility | None = None
 
     @property
     def page_size(self) -> int:
@@ -225,6 +231,46 @@ class Registry:
             }
         return tool.param_headers
 
+    # ------------------------------------------------------------------ visibility
+
+    def tables(self) -> tuple[tuple[str, dict[str, Any]], ...]:
+        """Each component kind (``visibility.KINDS``) with its table."""
+        return (("tool", self.tools), ("resource", self.resources),
+                ("template", self.templates), ("prompt", self.prompts))
+
+    def layers(self, session_rules: Visibility | None) -> Layers:
+        """The rules a session's requests are seen through (None: no rule anywhere)."""
+        own = self.visibility
+        return None if own is None and session_rules is None else (own, session_rules)
+
+    def visible(self, kind: str, table: dict[str, Any], layers: Layers) -> list[Any]:
+        """The components of ``table`` (of ``kind``) that ``layers`` show, in order."""
+        if layers is None:
+            return list(table.values())
+        return [item for item in table.values() if shows(layers, kind, item)]
+
+    def find(self, kind: str, table: dict[str, Any], key: Any, layers: Layers) -> Any:
+        """``table[key]`` if it is there and ``layers`` show it, else None."""
+        item = table.get(key) if isinstance(key, str) else None
+        if item is None or layers is None or shows(layers, kind, item):
+            return item
+        return None
+
+    def seen(self, layers: Layers) -> dict[str, set[int]]:
+        """What ``layers`` show, by listing (``tools``, ``resources``, ``prompts``), as
+        object ids: compared before and after a change of the rules."""
+        out: dict[str, set[int]] = {"tools": set(), "resources": set(), "prompts": set()}
+        for kind, table in self.tables():
+            out[LIST_KIND[kind]].update(map(id, self.visible(kind, table, layers)))
+        return out
+
+    def revised(self, before: dict[str, set[int]]) -> None:
+        """The server's rules changed: announce each listing whose visible set did."""
+        after = self.seen(self.layers(None))
+        for kind in ("tools", "resources", "prompts"):
+            if before[kind] != after[kind]:
+                self.changed(kind)
+
     # ------------------------------------------------------------------ listing
 
     def page(self, params: JSON, items: list[JSON], key: str) -> JSON:
@@ -242,18 +288,22 @@ class Registry:
             result["nextCursor"] = _encode_cursor(end)
         return result
 
-    def tools_page(self, params: JSON, *, cached: bool) -> JSON:
-        """A ``tools/list`` page; ``cached``: serve it from (and keep it in) the serialized
-        pages, for a session of the newest stateful revision whose answer is sent as is
-        (an older revision's, or a stateless request's, is adapted item by item)."""
-        if not cached:
-            return self.page(params, [t.definition for t in self.tools.values()], "tools")
+    def tools_page(self, params: JSON, *, cached: bool, layers: Layers = None) -> JSON:
+        """A ``tools/list`` page of the tools ``layers`` show; ``cached``: serve it from
+        (and keep it in) the serialized pages, for a session of the newest stateful
+        revision whose answer is sent as is (an older revision's, or a stateless
+        request's, is adapted item by item). The pages hold what the server's own rules
+        show; a session with rules of its own is listed afresh."""
+        if not cached or (layers is not None and layers[1] is not None):
+            tools = self.visible("tool", self.tools, layers)
+            return self.page(params, [t.definition for t in tools], "tools")
         cursor = params.get("cursor")
         key = cursor if isinstance(cursor, str) or cursor is None else None
         hit = self._tool_pages.get(key) if key is not None or cursor is None else None
         if hit is not None:
             return dict(hit)
-        result = self.page(params, [t.definition for t in self.tools.values()], "tools")
+        tools = self.visible("tool", self.tools, layers)
+        result = self.page(params, [t.definition for t in tools], "tools")
         result["tools"] = orjson.Fragment(compact(orjson.dumps(result["tools"])))  # kept
         if len(self._tool_pages) < MAX_CACHED_PAGES:
             self._tool_pages[key] = result

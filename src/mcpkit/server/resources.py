@@ -22,6 +22,7 @@ from .context import Context
 from .declared import ObjectLike
 from .handler import HandlerSpec
 from .schema import parse_docstring
+from .visibility import check_tags
 
 JSON = dict[str, Any]
 URI_SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
@@ -131,9 +132,11 @@ class Resource(_Readable):
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
         scopes: Iterable[str] = (),
+        tags: Iterable[str] = (),
     ) -> None:
         self.uri = check_uri(uri)
         self.size = size
+        self.tags = check_tags(tags)
         self._setup(fn, scopes, name, title, description, mime_type, annotations, icons,
                     cache_ttl_ms, cache_scope)
 
@@ -164,8 +167,10 @@ class ResourceTemplate(_Readable):
         cache_ttl_ms: int | None = None,
         cache_scope: str | None = None,
         scopes: Iterable[str] = (),
+        tags: Iterable[str] = (),
     ) -> None:
         self.uri_template = uri_template
+        self.tags = check_tags(tags)
         self._setup(fn, scopes, name, title, description, mime_type, annotations, icons,
                     cache_ttl_ms, cache_scope)
         self.variables: list[tuple[str, bool]] = []

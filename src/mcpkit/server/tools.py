@@ -35,6 +35,7 @@ from .mrtr import InputRequired
 from .schema import ConversionFailed, Signature, parse_docstring
 from .schema import output_schema as derived_output_schema
 from .validation import SchemaValidator
+from .visibility import check_tags
 
 log = logging.getLogger("mcpkit.server")
 JSON = dict[str, Any]
@@ -61,6 +62,7 @@ class Tool:
         rate_limit: RateLimit | str | Inherit | None = INHERIT,
         task: TaskSupport = "forbidden",
         task_start: str = "call",
+        tags: Iterable[str] = (),
     ) -> None:
         """``scopes``: the OAuth scopes a call needs over a protected HTTP endpoint (see
         ``Server.add_tool``); ``ValueError`` for a name that is not a scope-token.
@@ -83,6 +85,7 @@ class Tool:
         self.task_start = task_start
         self.fn = fn
         self.scopes = check_scopes(scopes)
+        self.tags = check_tags(tags)
         self.spec = HandlerSpec(fn)
         self.name = name or self.spec.name
         if not TOOL_NAME.match(self.name):

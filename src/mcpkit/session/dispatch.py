@@ -80,7 +80,7 @@ class Session:
         "_handles", "_handshake_done", "_idle", "_loop_thread", "_loop_token", "_new_task",
         "_on_event", "_on_notification", "_on_request", "_output", "_started", "_tasks",
         "_tg", "asking", "congested", "conn", "drain_timeout", "handshake_cause",
-        "handshake_error", "pump", "session_id", "state", "telemetry",
+        "handshake_error", "pump", "session_id", "state", "telemetry", "visibility",
     )
 
     def __init__(
@@ -117,6 +117,9 @@ class Session:
         self.handshake_error: str | None = None
         self.handshake_cause: MCPError | None = None  # fail_request's error
         self.state: dict[str, Any] = {}  # the application's (Context.session_state)
+        #: This session's own component visibility rules (``server/visibility.py``, kept
+        #: here opaque to this layer); None while it has none.
+        self.visibility: Any = None
         #: The transport's name for the session when it outlives a connection (the
         #: Streamable HTTP session id); None otherwise. Tasks are bound to it.
         self.session_id: str | None = None
