@@ -16,6 +16,7 @@ sends is validated against the negotiated revision's schema (``TappedClient``).
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -25,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import orjson
 import pytest
 from pydantic import BaseModel
 from typing_extensions import TypedDict
@@ -34,6 +36,7 @@ from mcpkit import Server, ToolError
 from mcpkit.client import Client, Http, OutputSchemaError, Stdio
 from mcpkit.client import types as t
 from mcpkit.client.connect import transport_for
+from mcpkit.client.results import Structured, structured
 
 from .support.http import LiveServer
 from .support.schemas import validate
@@ -261,10 +264,43 @@ async def test_data_is_read_as_the_requested_type(era: tuple[str, str]) -> None:
         assert scores.data == [0.5, 1.5]
         assert (await client.call_tool("point", result_type=Any)).data == {"x": 1, "y": 1}  # type: ignore[arg-type]
         assert (await client.call_tool("point", result_type=dict)).data == {"x": 1, "y": 1}
-        # without a type: the structuredContent as is; none for a text-only tool
-        assert (await client.call_tool("point")).data == {"x": 1, "y": 1}
-        assert (await client.call_tool("count")).data == {"result": 7}
+        # without a type, in process: the tool's declared return type; none for text
+        plain = await client.call_tool("point")
+        assert plain.data == Point(x=1, y=1) and isinstance(plain.data, Point)
+        assert (await client.call_tool("count")).data == 7  # unwrapped, as declared
+        assert (await client.call_tool("pair")).data == {"name": "n", "count": 2}
         assert (await client.call_tool("words")).data is None
+
+
+async def test_data_without_a_type_reads_as_attributes_over_a_transport(
+        era: tuple[str, str]) -> None:
+    """Out of process the client has the JSON only: ``.data`` is its objects as
+    ``Structured`` dicts whose keys read as attributes (#29 item 4)."""
+    mode, version = era
+    with LiveServer(typed_server().asgi_app()) as live:
+        client = TappedClient(live.url, mode=mode, protocol_version=version, timeout=LIMIT)
+        with anyio.fail_after(LIMIT):
+            async with client:
+                point = await client.call_tool("point", {"x": 3})
+                count = await client.call_tool("count")
+                typed = await client.call_tool("point", {"x": 3}, result_type=Point)
+    assert point.data.x == 3 and point.data == {"x": 3, "y": 3}
+    assert isinstance(point.data, Structured) and json.loads(json.dumps(point.data)) == point.data
+    assert count.data.result == 7  # a wrapped value: the schema alone cannot say so
+    assert isinstance(typed.data, Point)  # result_type= keeps its checked conversion
+    with pytest.raises(AttributeError, match=r"no field 'z'; it has 'x', 'y'"):
+        _ = point.data.z
+    client.wire.assert_clean()
+
+
+def test_structured_views_nest_and_stay_dicts() -> None:
+    data = structured({"notes": [{"id": 1, "tags": ["a"]}], "items": 2, "total": {"n": 1}})
+    assert data.notes[0].id == 1 and data.notes[0].tags == ["a"] and data.total.n == 1
+    assert data["items"] == 2 and callable(data.items)  # a dict method keeps its name
+    assert data == {"notes": [{"id": 1, "tags": ["a"]}], "items": 2, "total": {"n": 1}}
+    assert orjson.loads(orjson.dumps(data)) == data
+    with pytest.raises(AttributeError):
+        data.total.n = 2  # read-only attributes; data.total["n"] = 2 changes the dict
 
 
 async def test_data_that_is_not_the_requested_type_is_an_output_schema_error(

@@ -14,8 +14,9 @@ token (importing it from here leaves the auth client modules unloaded).
 | ``listen`` | ``Client.listen``: ``subscriptions/listen`` streams |
 | ``tasks`` | ``TaskHandle``: a tool call running as a task on the server (both generations) |
 | ``task_host`` | tasks the client runs for the server: task-augmented sampling / elicitation |
-| ``results`` | typed results, ``x-mcp-header`` declarations, ``outputSchema`` checks |
-| ``types`` | the pydantic models of results |
+| ``results`` | typed results, ``Structured`` data, ``x-mcp-header``, ``outputSchema`` |
+| ``types`` | the result types (on ``model``'s ``Wire``, not pydantic) |
+| ``model`` | ``Wire``: JSON read into typed attributes by each class's annotations |
 """
 
 from ..protocol.errors import (
@@ -40,11 +41,13 @@ from .handlers import (
     SamplingHandler,
 )
 from .listen import ListenStream
+from .results import Structured
 from .tasks import TaskHandle
 
 __all__ = [
     "AuthorizationFailed", "Client", "ElicitationHandler", "HandshakeError", "Http",
     "InvalidResult", "ListenStream", "LogHandler", "NotificationHandler", "OutputSchemaError",
     "PaginationError", "ProgressCallback", "RootsType", "SamplingHandler", "Servable",
-    "ServerUnreachable", "Stdio", "TaskHandle", "ToolError", "TransportError", "types",
+    "ServerUnreachable", "Stdio", "Structured", "TaskHandle", "ToolError", "TransportError",
+    "types",
 ]

@@ -468,7 +468,11 @@ class Client:
         result: t.CallToolResult[Any] = parse(t.CallToolResult, res, "tools/call")
         if not result.is_error and self.revision.has("structured_content"):
             await self._outputs.verify(name, result, self.list_tools)
-        read_data(name, result, result_type, raise_on_error)
+        declared = None
+        if result_type is None:  # an in-process server reads back its declared type
+            reader = getattr(self.transport, "result_reader", None)
+            declared = reader(name) if reader is not None else None
+        read_data(name, result, result_type, raise_on_error, declared)
         return result
 
     async def task_support(self, name: str, *, fetch: bool = True) -> str | None:

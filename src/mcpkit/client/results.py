@@ -227,10 +227,39 @@ def _type_name(result_type: Any) -> str:
     return getattr(result_type, "__name__", None) or repr(result_type)
 
 
+class Structured(dict[str, Any]):
+    """A tool's structured result read without a ``result_type``: the JSON object as a
+    dict whose keys also read as attributes (``result.data.id``), nested objects too.
+
+    It is a dict (equal to one, encoded as one); a key that is not a Python name, or that
+    names a dict method (``items``, ``keys``, ``get``...), reads as ``data["items"]``."""
+
+    __slots__ = ()
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self[name]
+        except KeyError:
+            raise AttributeError(f"the result has no field {name!r}; it has "
+                                 f"{', '.join(map(repr, list(self)[:20])) or 'none'}"
+                                 ) from None
+
+
+def structured(value: Any) -> Any:
+    """``value`` with every JSON object in it as a ``Structured``."""
+    if type(value) is dict:
+        return Structured({k: structured(v) for k, v in value.items()})
+    if type(value) is list:
+        return [structured(v) for v in value]
+    return value
+
+
 def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
-              raise_on_error: bool) -> None:
+              raise_on_error: bool, declared: Callable[[Any], Any] | None = None) -> None:
     """Fill ``result.data`` for tool ``name``'s result: its ``structuredContent`` (already
-    checked against the tool's ``outputSchema``), as ``result_type`` when one is given.
+    checked against the tool's ``outputSchema``), as ``result_type`` when one is given;
+    else through ``declared`` (an in-process server's reader back into the tool's
+    declared return type), else as ``Structured`` objects.
 
     Raises ``ToolError`` for an ``is_error`` result when ``raise_on_error``, and
     ``OutputSchemaError`` when the content is missing or is not a ``result_type``."""
@@ -240,7 +269,15 @@ def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
         return
     content = result.structured_content
     if result_type is None:
-        result._data = content
+        if content is not None and declared is not None:
+            try:
+                result._data = declared(content)
+                return
+            except Exception as exc:  # what the server sent is not what it declares
+                raise OutputSchemaError(
+                    f"tool {name!r} returned structuredContent that its declared return "
+                    f"type does not read: {str(exc)[:300]}") from None
+        result._data = structured(content)
         return
     if content is None:
         raise OutputSchemaError(

@@ -225,6 +225,17 @@ class Tool:
             "details were logged on the server; try different arguments or try again later."
         )
 
+    def result_reader(self) -> Callable[[Any], Any] | None:
+        """How an in-process client reads this tool's ``structuredContent`` back into the
+        declared return type (a model, a dataclass, the unwrapped value of a ``{"result":
+        ...}``); None when the structure is plain JSON or the schema was given by hand."""
+        adapter, wrapped = self._out_adapter, self.wrapped
+        if adapter is None:
+            return (lambda content: content["result"]) if wrapped else None
+        if wrapped:
+            return lambda content: adapter.validate_python(content["result"])
+        return adapter.validate_python  # type: ignore[no-any-return]
+
     def build_result(self, value: Any) -> JSON:
         """``CallToolResult`` for a return value: structured when an outputSchema exists."""
         if isinstance(value, dict) and "content" in value and (
