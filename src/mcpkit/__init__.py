@@ -100,6 +100,7 @@ _EXPORTS: dict[str, str] = {
     "Server": "server",
     "Tool": "server",
     "Client": "client",
+    "Clients": "bridge",
     "Http": "client",
     "Stdio": "client",
 }
@@ -112,6 +113,7 @@ __all__ = [
     "Audio",
     "AuditLog",
     "Client",
+    "Clients",
     "Http",
     "Stdio",
     "AuditRecord",

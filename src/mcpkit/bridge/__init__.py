@@ -5,10 +5,13 @@
 - ``forward``: each request forwarded and its answer brought back; the remote's requests
   and notifications relayed;
 - ``upstream``: the upstream ``Client`` (built in one place) and a ``Link`` keeping it
-  connected.
+  connected;
+- ``clients``: ``Clients``: many servers from a host configuration, as clients or as
+  one ``Server``.
 """
 
+from .clients import Clients
 from .proxy import ProxyServer, proxy
 from .upstream import Upstream
 
-__all__ = ["ProxyServer", "Upstream", "proxy"]
+__all__ = ["Clients", "ProxyServer", "Upstream", "proxy"]

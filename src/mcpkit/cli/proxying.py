@@ -4,6 +4,8 @@
         a stdio server served over Streamable HTTP
     mcpkit proxy https://example.com/mcp [--token T | --header "Name: value" ...]
         a remote HTTP server served on stdio, for hosts that only start commands
+    mcpkit proxy --config FILE [--http ...]
+        every server of a host configuration (mcpServers) as one server, namespaced
 
 ``--token``/``--header`` (and a login stored by ``mcpkit login``) are for the remote; the
 proxy's own HTTP endpoint has no authorization from the command line (use
@@ -25,6 +27,8 @@ def add_parser(sub: Any, auth_args: Callable[[argparse.ArgumentParser], None]) -
     p = sub.add_parser("proxy", help="serve a remote server through mcpkit: a stdio "
                        "server over HTTP, or an HTTP server on stdio")
     p.add_argument("--stdio", metavar="COMMAND", help="the remote: launch it with COMMAND")
+    p.add_argument("--config", metavar="FILE", help="serve every server of this host "
+                   "configuration (mcpServers) as one: <server>_<tool>, <server>+<uri>")
     p.add_argument("--http", action="store_true",
                    help="serve Streamable HTTP (default: serve stdio)")
     p.add_argument("--host", help="with --http: address to bind (default 127.0.0.1)")
@@ -52,6 +56,8 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
     from ..bridge import proxy
     from ..protocol.errors import MCPError
 
+    if args.config is not None:
+        return _config(args, usage)
     target, rest = target_of(args, list(args.rest))
     if rest:
         raise usage(f"unexpected arguments: {' '.join(rest)}")
@@ -87,4 +93,26 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
 
         sys.stderr.write(f"mcpkit: error: cannot proxy {server.upstream.describe()}: {exc}\n")
         return 2
+    return 0
+
+
+def _config(args: argparse.Namespace, usage: type[Exception]) -> int:
+    """``--config FILE``: the configuration's servers as one ``Server``."""
+    from ..bridge import Clients
+    from ..check.hosts import HostConfigError
+
+    if args.stdio or args.rest:
+        raise usage("--config serves a configuration's servers; give no other remote")
+    try:
+        clients = Clients.from_config(args.config, timeout=args.timeout)
+    except HostConfigError as exc:
+        raise usage(str(exc)) from None
+    server = clients.as_server(args.name or "mcpkit-config")
+    if args.http:
+        server.run("http", host=args.host or "127.0.0.1",
+                   port=8000 if args.port is None else args.port,
+                   path=args.path or http_defaults.PATH,
+                   **({} if args.drain is None else {"drain": args.drain}))
+    else:
+        server.run()
     return 0
