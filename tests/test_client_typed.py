@@ -264,12 +264,12 @@ async def test_data_is_read_as_the_requested_type(era: tuple[str, str]) -> None:
         assert scores.data == [0.5, 1.5]
         assert (await client.call_tool("point", result_type=Any)).data == {"x": 1, "y": 1}  # type: ignore[arg-type]
         assert (await client.call_tool("point", result_type=dict)).data == {"x": 1, "y": 1}
-        # without a type, in process: the tool's declared return type; none for text
+        # without a type, in process: the tool's declared return type
         plain = await client.call_tool("point")
         assert plain.data == Point(x=1, y=1) and isinstance(plain.data, Point)
         assert (await client.call_tool("count")).data == 7  # unwrapped, as declared
         assert (await client.call_tool("pair")).data == {"name": "n", "count": 2}
-        assert (await client.call_tool("words")).data is None
+        assert (await client.call_tool("words")).data == "just text"  # declared -> str
 
 
 async def test_data_without_a_type_reads_as_attributes_over_a_transport(

@@ -82,3 +82,17 @@ def test_the_guides_commands_install_the_sdk_they_run() -> None:
     lines = block.splitlines()
     first = next(i for i, line in enumerate(lines) if "sdk_todo.py" in line)
     assert f'pip install "{pin}"' in lines[:first], block
+
+
+def test_the_fastmcp_port_passes_its_tests_written_as_fastmcps() -> None:
+    """``examples/migration/bookmarks.py`` (a FastMCP 4.x server ported: tags, a custom
+    route, typed elicitation, ``.data`` read by attribute) and its tests as FastMCP
+    projects write them (pytest-asyncio fixtures), run by pytest as a user would."""
+    import subprocess
+
+    folder = ROOT / "examples" / "migration"
+    res = subprocess.run([sys.executable, "-m", "pytest", "-c", str(folder / "pytest.ini"),
+                          "-q", "-p", "no:cacheprovider", str(folder)],
+                         capture_output=True, text=True, timeout=120, cwd=folder)
+    assert res.returncode == 0, res.stdout[-3000:] + res.stderr[-2000:]
+    assert "6 passed" in res.stdout

@@ -43,6 +43,7 @@ from ..protocol.lifecycle import Role
 from ..protocol.methods import LOG_LEVELS, has_capability
 from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS, Revision
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
+from ..session.loop import running_asyncio_loop
 from . import types as t
 from .connect import (
     Http,
@@ -79,6 +80,7 @@ from .tasks import (
 
 if TYPE_CHECKING:
     from ..transports.http_client import HttpClientTransport
+    from .hosting import Host
 
 log = logging.getLogger("mcpkit.client")
 R = TypeVar("R")
@@ -151,6 +153,7 @@ class Client:
         self._offer = protocol_version
         self._versions = tuple(versions)
         self._stack: AsyncExitStack | None = None
+        self._host: Host | None = None  # on asyncio: the task holding the connection
         self._session: Session | None = None
         self._outputs = OutputSchemas()
         #: Serves the server's requests and routes its notifications.
@@ -179,6 +182,14 @@ class Client:
     # ------------------------------------------------------------------ lifecycle
 
     async def __aenter__(self) -> Client:
+        if self._stack is not None or self._host is not None:
+            raise RuntimeError("this Client is already open; use one `async with` at a time")
+        if running_asyncio_loop() is not None:  # plain asyncio: leaving may be another task
+            from .hosting import Host, needed
+
+            if needed():
+                self._host = await Host.start(self._connect)
+                return self
         stack = AsyncExitStack()
         await stack.__aenter__()
         try:
@@ -190,6 +201,9 @@ class Client:
         return self
 
     async def __aexit__(self, *exc: object) -> None:
+        host, self._host = self._host, None
+        if host is not None:
+            await host.close()
         stack, self._stack = self._stack, None
         if stack is not None:
             await stack.aclose()

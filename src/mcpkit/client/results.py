@@ -255,11 +255,13 @@ def structured(value: Any) -> Any:
 
 
 def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
-              raise_on_error: bool, declared: Callable[[Any], Any] | None = None) -> None:
+              raise_on_error: bool, declared: Callable[[Any, str], Any] | None = None
+              ) -> None:
     """Fill ``result.data`` for tool ``name``'s result: its ``structuredContent`` (already
     checked against the tool's ``outputSchema``), as ``result_type`` when one is given;
     else through ``declared`` (an in-process server's reader back into the tool's
-    declared return type), else as ``Structured`` objects.
+    declared return type, given the structured content and the text), else as
+    ``Structured`` objects.
 
     Raises ``ToolError`` for an ``is_error`` result when ``raise_on_error``, and
     ``OutputSchemaError`` when the content is missing or is not a ``result_type``."""
@@ -269,9 +271,9 @@ def read_data(name: str, result: t.CallToolResult[Any], result_type: Any,
         return
     content = result.structured_content
     if result_type is None:
-        if content is not None and declared is not None:
+        if declared is not None:
             try:
-                result._data = declared(content)
+                result._data = declared(content, result.text)
                 return
             except Exception as exc:  # what the server sent is not what it declares
                 raise OutputSchemaError(

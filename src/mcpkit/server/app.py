@@ -249,7 +249,7 @@ class Server:
         register = decorator(lambda f: self.add_tool(f, **options))
         return register if fn is None else register(fn)
 
-    def result_reader(self, tool: str) -> Callable[[Any], Any] | None:
+    def result_reader(self, tool: str) -> Callable[[Any, str], Any] | None:
         """How an in-process ``Client`` reads ``tool``'s structured result back into its
         declared return type (None: as JSON); see ``Tool.result_reader``."""
         found = self._registry.tools.get(tool)

@@ -225,16 +225,24 @@ class Tool:
             "details were logged on the server; try different arguments or try again later."
         )
 
-    def result_reader(self) -> Callable[[Any], Any] | None:
-        """How an in-process client reads this tool's ``structuredContent`` back into the
-        declared return type (a model, a dataclass, the unwrapped value of a ``{"result":
-        ...}``); None when the structure is plain JSON or the schema was given by hand."""
+    def result_reader(self) -> Callable[[Any, str], Any] | None:
+        """How an in-process client reads a result of this tool back into the declared
+        return type, from ``(structuredContent, text)``: the model, the dataclass, the
+        unwrapped value of a ``{"result": ...}``, or the text of a tool declared to
+        return ``str``; None when the structure is plain JSON or the schema was given by
+        hand."""
         adapter, wrapped = self._out_adapter, self.wrapped
+        if self.output_schema is None:
+            return _text if self.spec.return_hint is str else None
         if adapter is None:
-            return (lambda content: content["result"]) if wrapped else None
-        if wrapped:
-            return lambda content: adapter.validate_python(content["result"])
-        return adapter.validate_python  # type: ignore[no-any-return]
+            return _unwrapped if wrapped else None
+        read = adapter.validate_python
+
+        def typed(content: Any, text: str) -> Any:
+            if content is None:
+                return None
+            return read(content["result"] if wrapped else content)
+        return typed
 
     def build_result(self, value: Any) -> JSON:
         """``CallToolResult`` for a return value: structured when an outputSchema exists."""
@@ -259,6 +267,14 @@ class Tool:
             "structuredContent": structured,
             "isError": False,
         }
+
+
+def _text(content: Any, text: str) -> str:
+    return text
+
+
+def _unwrapped(content: Any, text: str) -> Any:
+    return None if content is None else content["result"]
 
 
 def error_result(text: str) -> JSON:
