@@ -91,6 +91,19 @@ def test_unreadable_configurations(tmp_path: Path, content: Any, words: str) -> 
         read_config(path)
 
 
+def test_check_config_says_a_goose_yaml_is_not_read(tmp_path: Path) -> None:
+    config = tmp_path / "config.yaml"
+    config.write_text("extensions:\n  notes:\n    cmd: python\n")
+    with pytest.raises(HostConfigError, match=r"is YAML \(Goose's config.yaml\?\)"):
+        read_config(config)
+    config.write_text('{"mcpServers": {"a": {"command": "x"}}}')  # JSON is YAML too: read
+    assert [e.name for e in read_config(config)] == ["a"]
+    other = tmp_path / "c.json"
+    other.write_text("extensions:\n")
+    with pytest.raises(HostConfigError, match="is not JSON"):
+        read_config(other)
+
+
 def test_unusable_entries_are_kept_with_their_problem(tmp_path: Path) -> None:
     path = write(tmp_path / "c.json", {"mcpServers": {
         "none": {"env": {}}, "list": [1], "args": {"command": "x", "args": "y"}}})

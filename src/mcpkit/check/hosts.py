@@ -19,7 +19,9 @@ read too, named ``name (dir)``. VS Code allows comments and trailing commas in i
 they are read. An entry that names neither a command nor a URL is kept with its ``problem``
 said, so the check reports it instead of skipping it silently. Gemini CLI names a
 Streamable HTTP server's address ``httpUrl`` and keeps ``url`` for the 2024-11-05 HTTP+SSE
-transport (in its ``settings.json``, beside its other settings).
+transport (in its ``settings.json``, beside its other settings). Goose keeps its extensions
+in YAML, which is not read (mcpkit has no YAML parser): a ``.yaml`` file that is not JSON
+is refused saying so.
 """
 
 from __future__ import annotations
@@ -179,6 +181,11 @@ def read_config(path: str | Path) -> list[ServerEntry]:
         try:
             doc = orjson.loads(_strip_jsonc(text))
         except orjson.JSONDecodeError as exc:
+            if p.suffix.lower() in (".yaml", ".yml"):
+                raise HostConfigError(
+                    f"{p} is YAML (Goose's config.yaml?), which mcpkit does not read: "
+                    "give the JSON configuration of a host that keeps its servers under "
+                    "\"mcpServers\" or \"servers\"") from None
             raise HostConfigError(f"{p} is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise HostConfigError(f"{p} is not a JSON object")

@@ -7,23 +7,26 @@ servers wherever it likes (often ``/``), so the entry names the directory the se
 runs in: ``--cwd``, by default the current one — where ``mcpkit call --stdio "python
 FILE"`` ran it while it was written — so a server that keeps its data by a relative path
 (the quickstart's ``notes.json``, ``examples/notes.py``'s ``notes.db``) finds it there.
-Of the six hosts' formats only Gemini CLI's documents a working-directory field, so it
-is an argument of ``mcpkit run`` for all of them. The command says where that is,
+Of the six JSON hosts' formats only Gemini CLI's documents a working-directory field, so
+it is an argument of ``mcpkit run`` for all of them. The command says where that is,
 ``--print`` included.
 
-The hosts and their files (the paths and keys are :mod:`mcpkit.check.hosts`'s, shared
-with ``mcpkit check --config``):
+The hosts and their files (the paths and keys of the six JSON hosts are
+:mod:`mcpkit.check.hosts`'s, shared with ``mcpkit check --config``):
 
-=============== ============================================== ========= ===========
-host            file (user scope; project scope in the cwd)      key       entry type
-=============== ============================================== ========= ===========
-claude-desktop  Claude/claude_desktop_config.json (per OS)       mcpServers  -
-claude-code     ~/.claude.json; project: .mcp.json               mcpServers  "stdio"
-cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json    mcpServers  -
-vscode          Code/User/mcp.json (per OS); project: .vscode/   servers     "stdio"
-gemini-cli      ~/.gemini/settings.json; project: .gemini/       mcpServers  -
-windsurf        ~/.codeium/windsurf/mcp_config.json              mcpServers  -
-=============== ============================================== ========= ===========
+=============== ================================================ =========== ==========
+host            file (user scope; project scope in the cwd)       key         entry type
+=============== ================================================ =========== ==========
+claude-desktop  Claude/claude_desktop_config.json (per OS)        mcpServers  -
+claude-code     ~/.claude.json; project: .mcp.json                mcpServers  "stdio"
+cursor          ~/.cursor/mcp.json; project: .cursor/mcp.json     mcpServers  -
+vscode          Code/User/mcp.json (per OS); project: .vscode/    servers     "stdio"
+gemini-cli      ~/.gemini/settings.json; project: .gemini/        mcpServers  -
+windsurf        ~/.codeium/windsurf/mcp_config.json               mcpServers  -
+mcp-json        the file ``--config`` names; printed without one  mcpServers  -
+goose           printed, never written (goose/config.yaml, YAML)  extensions  stdio
+stdio           printed: the command line a host runs             -           -
+=============== ================================================ =========== ==========
 
 The file is read, the entry added, and the result written atomically (a temporary file
 in the same directory, then a rename) after the old file is copied to ``FILE.bak``.
@@ -32,6 +35,13 @@ Nothing else in the file changes; an entry of the same name is replaced only wit
 the entry is printed for adding by hand. ``--print`` shows the resulting file instead.
 The server file is imported first, as ``mcpkit run`` will, so a typo fails now, not in
 the host; the entry is named after the server unless ``--name`` says otherwise.
+
+``mcp-json`` is any host that reads an ``mcpServers`` object (the targets FastMCP's
+``fastmcp install`` has beyond these are it, ``goose`` and ``stdio``): without
+``--config`` the whole document ``{"mcpServers": {NAME: ENTRY}}`` is printed, ready for
+``mcpkit check --config`` or ``mcpkit proxy --config``; with it, that file is edited with
+the same care as a host's. ``goose`` and ``stdio`` write nothing (the reasons are
+:mod:`mcpkit.cli.install_printed`'s).
 """
 
 from __future__ import annotations
@@ -49,7 +59,9 @@ from typing import Any
 
 from ..check import hosts
 
-HOSTS = hosts.HOSTS
+HOSTS = (*hosts.HOSTS, "goose", "mcp-json", "stdio")
+"""The JSON hosts ``mcpkit check --config`` reads too, then the three printed targets."""
+PRINTED = ("goose", "stdio")
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 
 
@@ -121,7 +133,7 @@ def merged(document: dict[str, Any], host: str, name: str, entry: dict[str, Any]
            force: bool) -> dict[str, Any]:
     """``document`` with ``entry`` under the host's key; ``InstallError`` when another
     entry of that name is there (unless ``force``) or the key is not an object."""
-    key = hosts.SERVERS_KEY[host]
+    key = hosts.SERVERS_KEY.get(host, "mcpServers")
     servers = document.get(key, {})
     if not isinstance(servers, dict):
         raise InstallError(f"the configuration's {key!r} is not an object; fix it first")
@@ -170,6 +182,23 @@ def install(args: argparse.Namespace, load_server: Callable[[str], Any],
     if not cwd.is_dir():
         raise InstallError(f"--cwd {args.cwd}: no such directory")
     entry = entry_for(args.host, args.file, env, args.python or sys.executable, cwd)
+    runs_in = (f"it runs in {cwd}: the files it opens by a relative path (its data) are "
+               "there (--cwd DIR to choose another)")
+    if args.host in (*PRINTED, "mcp-json") and args.scope == "project":
+        raise InstallError(f"{args.host} has no project configuration; leave out --scope")
+    if args.host in PRINTED:
+        from . import install_printed
+
+        try:
+            return install_printed.show(args.host, name, entry, entry["args"][-1],
+                                        args.config, runs_in, out)
+        except install_printed.PrintError as exc:
+            raise InstallError(str(exc)) from None
+    if args.host == "mcp-json" and not args.config:
+        out.write(json.dumps({"mcpServers": {name: entry}}, indent=2) + "\n")
+        sys.stderr.write(f"mcpkit: {name!r} for any host that reads \"mcpServers\" (--config "
+                         f"FILE adds it to that file); {runs_in}\n")
+        return 0
     path = Path(args.config) if args.config else config_path(args.host, args.scope)
     try:
         text = path.read_text(encoding="utf-8") if path.exists() else ""
@@ -184,41 +213,46 @@ def install(args: argparse.Namespace, load_server: Callable[[str], Any],
     if not isinstance(document, dict):
         raise InstallError(f"{path} does not hold a JSON object; fix it first")
     result = json.dumps(merged(document, args.host, name, entry, args.force), indent=2) + "\n"
-    runs_in = (f"it runs in {cwd}: the files it opens by a relative path (its data) are "
-               "there (--cwd DIR to choose another)")
     if args.print:
         out.write(result)
         sys.stderr.write(f"mcpkit: {name!r} would be added to {path}; {runs_in}\n")
         return 0
     backup = write_atomically(path, result)
     kept = f" (the old one is in {backup})" if backup else ""
-    out.write(f"mcpkit: {name!r} added to {path}{kept}; {runs_in}; restart {args.host} to "
-              "use it\n")
+    host = "the host that reads it" if args.host == "mcp-json" else args.host
+    out.write(f"mcpkit: {name!r} added to {path}{kept}; {runs_in}; restart {host} to use "
+              "it\n")
     return 0
 
 
 def add_parser(sub: Any) -> None:
     """The ``install`` subcommand."""
     p = sub.add_parser(
-        "install", help="register a server with an MCP host (Claude, Cursor, VS Code)",
+        "install", help="register a server with an MCP host (Claude, Cursor, VS Code, "
+        "Gemini CLI, Windsurf, Goose, any mcpServers file)",
         description="Add FILE[:OBJECT] to a host's MCP configuration, started with this "
-        "Python. Other entries are kept; the old file is copied to FILE.bak.",
+        "Python. Other entries are kept; the old file is copied to FILE.bak. goose prints "
+        "the YAML entry for Goose's config.yaml and stdio the command line, writing "
+        "nothing; mcp-json prints an mcpServers document, or adds the entry to the file "
+        "--config names.",
         epilog="examples:\n  mcpkit install claude-desktop notes.py\n"
         "  mcpkit install vscode --scope project server.py:app --env API_KEY=...\n"
-        "  mcpkit install cursor notes.py --print",
+        "  mcpkit install cursor notes.py --print\n"
+        "  mcpkit install goose notes.py\n"
+        "  mcpkit install mcp-json notes.py > servers.json",
         formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("host", choices=HOSTS)
     p.add_argument("file", metavar="FILE[:OBJECT]")
     p.add_argument("--name", help="the entry's name (default: the server's name)")
     p.add_argument("--scope", choices=["user", "project"], default="user",
                    help="user-wide configuration (default) or the project's, in the "
-                   "current directory (not for claude-desktop)")
+                   "current directory (claude-code, cursor, vscode, gemini-cli)")
     p.add_argument("--env", action="append", default=[], metavar="KEY=VALUE",
                    help="an environment variable for the server, repeatable")
     p.add_argument("--env-file", action="append", default=[], metavar="FILE",
                    help="KEY=VALUE lines to add to the environment, repeatable")
     p.add_argument("--config", metavar="PATH", help="the configuration file to edit "
-                   "(default: the host's own, per OS)")
+                   "(default: the host's own, per OS; for mcp-json, the file to add to)")
     p.add_argument("--cwd", metavar="DIR", help="the directory the server runs in, where "
                    "relative paths (its data files) resolve (default: the current one)")
     p.add_argument("--python", metavar="PATH", help="the interpreter the host starts "
@@ -226,4 +260,5 @@ def add_parser(sub: Any) -> None:
     p.add_argument("--force", action="store_true",
                    help="replace an entry of the same name")
     p.add_argument("--print", action="store_true",
-                   help="print the resulting configuration instead of writing it")
+                   help="print the resulting configuration instead of writing it "
+                   "(goose, stdio and mcp-json without --config only print)")
