@@ -7,7 +7,7 @@ Floors, lowest first::
     3  mcpkit.session
     4  mcpkit.transports   mcpkit.auth
     5  mcpkit.server       mcpkit.client       mcpkit.check
-    6  mcpkit.bridge       mcpkit.testing
+    6  mcpkit.bridge       mcpkit.testing      mcpkit.openapi
     7  mcpkit.cli
 
 A module may import from its own component (``mcpkit.server.*`` from ``mcpkit.server``)
@@ -50,6 +50,7 @@ FLOORS: dict[str, int] = {
     "check": 5,
     "bridge": 6,  # mcpkit.bridge: a Server whose requests a Client forwards (the proxy)
     "testing": 6,  # mcpkit.testing: a Client on a Server in memory, wire checked
+    "openapi": 6,  # mcpkit.openapi: the public name of server/openapi.py
     "cli": 7,
     "__main__": 8,  # python -m mcpkit: the entry point, above the CLI
 }

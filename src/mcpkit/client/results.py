@@ -13,7 +13,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ..protocol.errors import (
@@ -227,22 +227,58 @@ def _type_name(result_type: Any) -> str:
     return getattr(result_type, "__name__", None) or repr(result_type)
 
 
-class Structured(dict[str, Any]):
-    """A tool's structured result read without a ``result_type``: the JSON object as a
-    dict whose keys also read as attributes (``result.data.id``), nested objects too.
+class Structured:
+    """A tool's structured result read without a ``result_type``: a JSON object whose
+    fields read as attributes (``result.data.items[0].id``), nested objects too.
 
-    It is a dict (equal to one, encoded as one); a key that is not a Python name, or that
-    names a dict method (``items``, ``keys``, ``get``...), reads as ``data["items"]``."""
+    Attributes are the object's fields and nothing else (a field may be called
+    ``items``, ``keys`` or ``get``), so the object is not a dict: it is equal to the dict
+    it was read from, indexes (``data["first-name"]``), iterates over its keys and has a
+    length; the JSON itself is ``result.structured_content``."""
 
-    __slots__ = ()
+    __slots__ = ("_fields",)
+
+    def __init__(self, fields: dict[str, Any]) -> None:
+        object.__setattr__(self, "_fields", fields)
 
     def __getattr__(self, name: str) -> Any:
+        fields = object.__getattribute__(self, "_fields")
         try:
-            return self[name]
+            return fields[name]
         except KeyError:
             raise AttributeError(f"the result has no field {name!r}; it has "
-                                 f"{', '.join(map(repr, list(self)[:20])) or 'none'}"
+                                 f"{', '.join(map(repr, list(fields)[:20])) or 'none'}"
                                  ) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("a tool's result is read-only")
+
+    def __getitem__(self, key: str) -> Any:
+        return self._fields[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._fields)
+
+    def __len__(self) -> int:
+        return len(self._fields)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._fields
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, Structured):
+            return bool(self._fields == other._fields)
+        if isinstance(other, dict):
+            return bool(self._fields == other)
+        return NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"Structured({self._fields!r})"
+
+    def __dir__(self) -> list[str]:
+        return [k for k in self._fields if k.isidentifier()]
 
 
 def structured(value: Any) -> Any:

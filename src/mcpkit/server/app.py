@@ -250,8 +250,7 @@ class Server:
         return register if fn is None else register(fn)
 
     def result_reader(self, tool: str) -> Callable[[Any, str], Any] | None:
-        """How an in-process ``Client`` reads ``tool``'s structured result back into its
-        declared return type (None: as JSON); see ``Tool.result_reader``."""
+        """How an in-process ``Client`` reads ``tool``'s result back (``Tool.result_reader``)."""
         found = self._registry.tools.get(tool)
         return None if found is None else found.result_reader()
 
@@ -297,8 +296,7 @@ class Server:
 
     def disable(self, *, names: Iterable[str] | None = None, tags: Iterable[str] | None = None,
                 kinds: Iterable[str] | None = None) -> None:
-        """Hide the components matching all the criteria given: absent from listings,
-        unknown to calls, reads and completions."""
+        """Hide the components matching all the criteria given (see ``enable``)."""
         revise(self._registry, make_rule(False, names, tags, kinds, False))
 
     def reset_visibility(self) -> None:
@@ -344,12 +342,7 @@ class Server:
         land in ``request.path_params``. Public unless ``auth=True``, which, on a
         protected app (``asgi_app(auth=...)``), asks for the endpoint's bearer token.
         Apps built afterwards serve it; a path the endpoint serves, or declared twice,
-        is a ``ValueError`` when the app is built (``mcpkit.server.routes``)::
-
-            @server.route("/status")
-            async def status(request: Request) -> Response:
-                return JSONResponse({"notes": len(NOTES)})
-        """
+        is a ``ValueError`` when the app is built (``mcpkit.server.routes``)."""
         from .routes import RouteSpec, route_methods
 
         route_methods(path, methods)  # a wrong path or method: said at the decorator
@@ -363,9 +356,20 @@ class Server:
     def custom_route(self, path: str, methods: Iterable[str] | None = None, *,
                      name: str | None = None, include_in_schema: bool = True,
                      auth: bool = False) -> Callable[[F], F]:
-        """FastMCP's name for ``route`` (``include_in_schema`` is accepted and unused: no
-        OpenAPI schema is served)."""
+        """FastMCP's name for ``route`` (``include_in_schema``: accepted, unused)."""
         return self.route(path, methods, name=name, auth=auth)
+
+    @classmethod
+    def from_openapi(cls, document: Any, client: Any, **options: Any) -> Server:
+        """A server calling an HTTP API's operations with ``client`` (``server/openapi.py``)."""
+        from .openapi import build
+        return build(cls, document, client, **options)
+
+    @classmethod
+    def from_fastapi(cls, app: Any, **options: Any) -> Server:
+        """``from_openapi`` for a FastAPI or Starlette app in this process."""
+        from .openapi import build_asgi
+        return build_asgi(cls, app, **options)
 
     def mount(self, prefix: str, server: Server) -> None:
         """Serve ``server``'s tools, prompts, resources, templates and completions as this
