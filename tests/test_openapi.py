@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
 import pytest
 from fastapi import FastAPI, HTTPException
 from pydantic import BaseModel, Field
@@ -276,3 +277,25 @@ async def test_a_relayed_protocol_error_is_not_how_api_errors_arrive() -> None:
         assert result.is_error and "404" in result.text
         with pytest.raises(RemoteError):  # an unknown tool still is one
             await client.call_tool("inventory_nope", {})
+
+
+async def test_tools_with_large_schemas_are_listed_in_pages_a_client_takes() -> None:
+    """A page of ``tools/list`` ends before 1 MiB of tools (``MAX_PAGE_BYTES``): 40
+    tools of about 100 KB of schema each (what a big OpenAPI document makes) would be
+    one 4 MB answer, more than mcpkit's own client takes in one message."""
+    from mcpkit.server.registry import MAX_PAGE_BYTES
+
+    server = Server("big")
+    wide = {"type": "object", "properties": {
+        f"field_{i}": {"type": "string", "description": "x" * 90} for i in range(1000)}}
+    for i in range(40):
+        server.add_tool(lambda **kw: "ok", name=f"big_{i}", input_schema=wide)
+    async with connect(server) as client:
+        assert len(await client.list_tools()) == 40
+        pages = [m for sender, m in client.wire.messages
+                 if sender == "server" and "tools" in m.get("result", {})]
+    assert len(pages) > 1
+    for page in pages:
+        tools = page["result"]["tools"]
+        size = sum(len(orjson.dumps(t)) for t in tools)
+        assert size <= MAX_PAGE_BYTES or len(tools) == 1

@@ -27,6 +27,8 @@ import math
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import orjson
+
 JSON = dict[str, Any]
 ObjectLike = Any
 """What a declaration takes for a JSON object: a mapping, a pydantic model or a dataclass
@@ -83,6 +85,14 @@ def _plain(value: Any, where: str, takes: str, depth: int = 0) -> Any:
 def json_object(value: Any, argument: str, takes: str = OBJECT) -> JSON:
     """``value`` (a mapping, pydantic model or dataclass instance) as a plain JSON
     object; ``TypeError`` naming ``argument`` for anything else."""
+    if type(value) is dict:  # plain JSON already, the common case: copied in C
+        try:
+            copied: JSON = orjson.loads(orjson.dumps(value))
+        except orjson.JSONEncodeError:  # not JSON as it is: the long way says where
+            pass
+        else:  # what orjson turns into JSON on its own (NaN, dataclasses, enums,
+            if copied == value:  # tuples) differs from the value: the long way too
+                return copied
     if not (isinstance(value, Mapping) or _is_model(value) or (
             dataclasses.is_dataclass(value) and not isinstance(value, type))):
         raise TypeError(f"{argument} takes {takes}; got {_kind(value)}")

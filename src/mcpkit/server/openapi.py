@@ -111,6 +111,8 @@ class _Schemas:
         components = doc.get("components")
         self.components: JSON = components if isinstance(components, dict) else {}
         self.nullable = not str(doc.get("openapi", "")).startswith("3.1")
+        #: component name -> (its schema converted, the components it names)
+        self._cache: dict[str, tuple[Any, set[str]]] = {}
 
     def ref(self, ref: str) -> Any:
         """What a local ``$ref`` (``#/components/...``) points at."""
@@ -133,21 +135,45 @@ class _Schemas:
 
     def standalone(self, schema: Any, defs: JSON) -> Any:
         """``schema`` with component references pointing into ``defs`` (filled with the
-        components it reaches) and 3.0's ``nullable`` turned into a ``"null"`` type."""
+        components it reaches, each converted once for the whole document and shared)
+        and 3.0's ``nullable`` turned into a ``"null"`` type."""
+        refs: set[str] = set()
+        out = self._convert(schema, refs, 0)
+        pending = list(refs)
+        while pending:  # the components reached, and those they reach
+            name = pending.pop()
+            if name in defs:
+                continue
+            converted, more = self._component(name)
+            defs[name] = converted
+            pending.extend(more)
+        return out
+
+    def _component(self, name: str) -> tuple[Any, set[str]]:
+        found = self._cache.get(name)
+        if found is None:
+            refs: set[str] = set()
+            found = self._cache[name] = (self._convert(self.ref(_SCHEMA_REF + name), refs, 0),
+                                         refs)
+        return found
+
+    def _convert(self, schema: Any, refs: set[str], depth: int) -> Any:
+        """``schema`` with references to components rewritten (their names added to
+        ``refs``, not followed: recursive schemas need nothing more) and others inlined."""
+        if depth > 64:
+            raise ValueError("the document's schemas nest deeper than 64 levels")
         if isinstance(schema, list):
-            return [self.standalone(s, defs) for s in schema]
+            return [self._convert(s, refs, depth + 1) for s in schema]
         if not isinstance(schema, dict):
             return schema
         ref = schema.get("$ref")
         if isinstance(ref, str) and ref.startswith(_SCHEMA_REF):
             name = ref[len(_SCHEMA_REF):]
-            if name not in defs:
-                defs[name] = {}  # taken before descending: recursive schemas end here
-                defs[name] = self.standalone(self.ref(ref), defs)
+            refs.add(name)
             return {"$ref": f"#/$defs/{name}"}
         if isinstance(ref, str):
-            return self.standalone(self.ref(ref), defs)
-        out = {k: self.standalone(v, defs) for k, v in schema.items()
+            return self._convert(self.ref(ref), refs, depth + 1)
+        out = {k: self._convert(v, refs, depth + 1) for k, v in schema.items()
                if k not in ("nullable", "example", "xml", "externalDocs")}
         if self.nullable and schema.get("nullable") is True:
             kind = out.get("type")

@@ -41,6 +41,11 @@ CompletionKey = tuple[str, str, str]
 
 MAX_CACHED_PAGES = 1024
 """Serialized ``tools/list`` pages kept at most (one per cursor asked for)."""
+MAX_PAGE_BYTES = 1024 * 1024
+"""A ``tools/list`` page ends before its tools pass this many bytes of JSON, whatever
+``page_size`` says: tools with large schemas (a server built from a big OpenAPI document
+holds megabytes of them) would otherwise make one answer larger than a client takes
+(mcpkit's client: 4 MiB a message)."""
 
 
 class Registry:
@@ -273,16 +278,25 @@ class Registry:
 
     # ------------------------------------------------------------------ listing
 
-    def page(self, params: JSON, items: list[JSON], key: str) -> JSON:
+    def page(self, params: JSON, items: list[JSON], key: str,
+             sizes: list[int] | None = None) -> JSON:
         """The page of ``items`` at ``params["cursor"]`` as ``{key: [...]}``, with
-        ``nextCursor`` when more follow."""
+        ``nextCursor`` when more follow; given each item's encoded ``sizes``, a page also
+        ends before it would pass ``MAX_PAGE_BYTES`` (one item at least)."""
         cursor = params.get("cursor")
         start = 0
         if cursor is not None:
             start = _decode_cursor(cursor)
             if start > len(items):
                 raise _bad_cursor()
-        end = start + self._page_size
+        end = min(start + self._page_size, len(items))
+        if sizes is not None:
+            total = 0
+            for i in range(start, end):
+                total += sizes[i]
+                if total > MAX_PAGE_BYTES and i > start:
+                    end = i
+                    break
         result: JSON = {key: items[start:end]}
         if end < len(items):
             result["nextCursor"] = _encode_cursor(end)
@@ -296,14 +310,16 @@ class Registry:
         show; a session with rules of its own is listed afresh."""
         if not cached or (layers is not None and layers[1] is not None):
             tools = self.visible("tool", self.tools, layers)
-            return self.page(params, [t.definition for t in tools], "tools")
+            return self.page(params, [t.definition for t in tools], "tools",
+                             [t.wire_size() for t in tools])
         cursor = params.get("cursor")
         key = cursor if isinstance(cursor, str) or cursor is None else None
         hit = self._tool_pages.get(key) if key is not None or cursor is None else None
         if hit is not None:
             return dict(hit)
         tools = self.visible("tool", self.tools, layers)
-        result = self.page(params, [t.definition for t in tools], "tools")
+        result = self.page(params, [t.definition for t in tools], "tools",
+                           [t.wire_size() for t in tools])
         result["tools"] = orjson.Fragment(compact(orjson.dumps(result["tools"])))  # kept
         if len(self._tool_pages) < MAX_CACHED_PAGES:
             self._tool_pages[key] = result

@@ -15,6 +15,8 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
+import orjson
+
 from ..protocol.errors import (
     CapabilityNotSupported,
     ProtocolError,
@@ -224,6 +226,13 @@ class Tool:
             f"The tool '{self.name}' failed unexpectedly ({type(exc).__name__}). The "
             "details were logged on the server; try different arguments or try again later."
         )
+
+    def wire_size(self) -> int:
+        """The bytes of this tool's JSON in a listing (worked out once, then kept)."""
+        size: int | None = getattr(self, "_wire_size", None)
+        if size is None:
+            size = self._wire_size = len(orjson.dumps(self.definition))
+        return size
 
     def result_reader(self) -> Callable[[Any, str], Any] | None:
         """How an in-process client reads a result of this tool back into the declared
