@@ -23,6 +23,7 @@ import uvicorn
 
 from mcpkit.client import Client, Http
 from mcpkit.protocol.errors import RemoteError
+from mcpkit.transports.http_client import credentials_digest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from everything import server as everything
@@ -234,3 +235,17 @@ def test_header_value_encodes_what_is_not_plain_visible_ascii() -> None:
         encoded = header_value(raw)
         assert encoded.startswith("=?base64?") and encoded.endswith("?=")
         assert base64.b64decode(encoded[len("=?base64?"):-2]).decode() == raw
+
+
+def test_the_credentials_digest_sees_who_sends_not_the_message() -> None:
+    base = {"accept": "application/json", "content-type": "application/json",
+            "content-length": "40", "mcp-method": "tools/list",
+            "mcp-protocol-version": "2026-07-28", "dpop": "proof-1"}
+    plain = credentials_digest(httpx.Headers(base))
+    other = {**base, "content-length": "99", "mcp-method": "resources/read",
+             "mcp-name": "note://a", "dpop": "proof-2", "user-agent": "x"}
+    assert credentials_digest(httpx.Headers(other)) == plain
+    for extra in ({"authorization": "Bearer a"}, {"cookie": "s=1"}, {"x-api-key": "k"}):
+        assert credentials_digest(httpx.Headers({**base, **extra})) != plain
+    assert credentials_digest(httpx.Headers({**base, "Authorization": "Bearer a"})) == (
+        credentials_digest(httpx.Headers({**base, "authorization": "Bearer a"})))

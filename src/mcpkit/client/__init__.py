@@ -12,6 +12,7 @@ token (importing it from here leaves the auth client modules unloaded).
 | ``handlers`` | the application's answers to server requests, and the capabilities they declare |
 | ``stateless`` | the 2026-07-28 revision: ``server/discover``, per-request ``_meta``, MRTR |
 | ``listen`` | ``Client.listen``: ``subscriptions/listen`` streams |
+| ``cache`` | ``ClientCache``: list and read results kept as long as their ``ttlMs`` allows |
 | ``tasks`` | ``TaskHandle``: a tool call running as a task on the server (both generations) |
 | ``task_host`` | tasks the client runs for the server: task-augmented sampling / elicitation |
 | ``results`` | typed results, ``Structured`` data, ``x-mcp-header``, ``outputSchema`` |
@@ -31,6 +32,7 @@ from ..protocol.errors import (
 )
 from ..session import ProgressCallback
 from . import types
+from .cache import ClientCache
 from .client import Client
 from .connect import Http, Servable, Stdio
 from .handlers import (
@@ -45,7 +47,7 @@ from .results import Structured
 from .tasks import TaskHandle
 
 __all__ = [
-    "AuthorizationFailed", "Client", "ElicitationHandler", "HandshakeError", "Http",
+    "AuthorizationFailed", "Client", "ClientCache", "ElicitationHandler", "HandshakeError", "Http",
     "InvalidResult", "ListenStream", "LogHandler", "NotificationHandler", "OutputSchemaError",
     "PaginationError", "ProgressCallback", "RootsType", "SamplingHandler", "Servable",
     "ServerUnreachable", "Stdio", "Structured", "TaskHandle", "ToolError", "TransportError",

@@ -25,12 +25,7 @@ from typing import TYPE_CHECKING, Any, Literal, Never, TypeVar, overload
 
 import anyio
 
-from ..protocol.connection import (
-    Connection,
-    Event,
-    RequestReceived,
-    SessionStarted,
-)
+from ..protocol.connection import Connection, Event, RequestReceived, SessionStarted
 from ..protocol.errors import (
     AuthorizationFailed,
     CapabilityNotSupported,
@@ -45,6 +40,7 @@ from ..protocol.versions import REVISIONS, STATEFUL_VERSIONS, STATELESS_VERSIONS
 from ..session import ByteStream, HandlerResult, ProgressCallback, Session, Telemetry
 from ..session.loop import running_asyncio_loop
 from . import types as t
+from .cache import ClientCache, view_for
 from .connect import (
     Http,
     Target,
@@ -96,6 +92,8 @@ class Client:
     they raise ``TypeError`` naming the transport that takes them.
     Handlers (docs/client.md): ``sampling``, ``elicitation``, ``roots`` (a list, or a
     callable returning one), ``on_log(params)``, ``on_notification(method, params)``.
+    ``cache``: keep 2026-07-28 list and read results while their ``ttlMs`` lasts (a
+    ``ClientCache`` of its own, or one shared with other clients, or False; docs/client.md).
     ``ping_interval``: seconds between keep-alive pings; an unanswered ping closes the
     connection. ``tasks`` (docs/tasks.md): accept tasks from the server (the 2026-07-28
     extension is declared) and run the server's task-augmented sampling / elicitation
@@ -133,6 +131,7 @@ class Client:
         task_timeout: float = 600.0,
         telemetry: bool | Telemetry = False,
         raise_on_error: bool = False,
+        cache: bool | ClientCache = True,
         **transport_options: Never,
     ) -> None:
         self.transport: Transport = transport_for(target, transport_options)
@@ -156,9 +155,11 @@ class Client:
         self._host: Host | None = None  # on asyncio: the task holding the connection
         self._session: Session | None = None
         self._outputs = OutputSchemas()
+        self._cache = view_for(cache, self)
+        self.cache: ClientCache | None = self._cache.store  # (None: cache=False)
         #: Serves the server's requests and routes its notifications.
         self._inbox = Inbox(self.handlers, self._task_host, self._listens, self.task_watchers,
-                            self._outputs, on_log, on_notification)
+                            self._outputs, self._cache, on_log, on_notification)
         self._progress_ids = itertools.count(1)  # progress tokens: unique per session
         self.server_info: JSONObject = {}
         self.server_capabilities: JSONObject = {}
@@ -207,6 +208,7 @@ class Client:
         stack, self._stack = self._stack, None
         if stack is not None:
             await stack.aclose()
+        self._cache.close()
 
     async def _open_stream(self, stack: AsyncExitStack, tg: anyio.abc.TaskGroup) -> ByteStream:
         """The byte stream to a ``Server`` object or a ``Stdio`` command (see ``connect``)."""
@@ -407,22 +409,23 @@ class Client:
         """Check the server answers (``ping``; ``server/discover`` in 2026-07-28)."""
         await self.request("server/discover" if self.stateless_version else "ping")
 
-    async def list_tools(self) -> list[t.ToolInfo]:
-        """Every tool, following ``nextCursor`` (a repeating cursor raises).
+    async def list_tools(self, *, fresh: bool = False) -> list[t.ToolInfo]:
+        """Every tool, following ``nextCursor`` (a repeating cursor raises); as every
+        listing and ``read_resource``, from the cache while ``ttlMs`` lasts, unless ``fresh``.
 
         A tool whose ``x-mcp-header`` declarations are invalid (empty, not a header token,
         duplicated, or on a non-primitive parameter) is left out, with a warning: calling
         it could not be routed correctly over HTTP."""
-        kept, headers = routable(await all_pages(self.request, "tools/list", "tools", t.ToolInfo))
+        kept, headers = routable(await self._cache.pages("tools/list", "tools", t.ToolInfo, fresh))
         self._outputs.replace(kept)
         if self.http_transport is not None:
             self.http_transport.param_headers = headers
         return kept
 
-    async def list_tools_page(self, cursor: str | None = None
+    async def list_tools_page(self, cursor: str | None = None, *, fresh: bool = False
                               ) -> tuple[list[t.ToolInfo], str | None]:
         """One page of ``tools/list`` and the cursor of the next (None: the last)."""
-        res = await self.request("tools/list", {"cursor": cursor} if cursor else None)
+        res = await self._cache.get("tools/list", {"cursor": cursor} if cursor else None, fresh)
         tools = parse_list(t.ToolInfo, res.get("tools", []), "tools/list", "tools")
         return tools, res.get("nextCursor")
 
@@ -526,19 +529,20 @@ class Client:
         return TaskHandle(self, await self.get_task(task_id), read_plain,
                           stateless=self.stateless_version is not None)
 
-    async def list_resources(self) -> list[t.ResourceInfo]:
+    async def list_resources(self, *, fresh: bool = False) -> list[t.ResourceInfo]:
         """Every resource, following ``nextCursor``."""
-        return await all_pages(self.request, "resources/list", "resources", t.ResourceInfo)
+        return await self._cache.pages("resources/list", "resources", t.ResourceInfo, fresh)
 
-    async def list_resource_templates(self) -> list[t.ResourceTemplateInfo]:
+    async def list_resource_templates(self, *, fresh: bool = False
+                                      ) -> list[t.ResourceTemplateInfo]:
         """Every resource template, following ``nextCursor``."""
-        return await all_pages(self.request, "resources/templates/list", "resourceTemplates",
-                                     t.ResourceTemplateInfo)
+        return await self._cache.pages("resources/templates/list", "resourceTemplates",
+                                       t.ResourceTemplateInfo, fresh)
 
-    async def read_resource(self, uri: str) -> t.ReadResourceResult:
+    async def read_resource(self, uri: str, *, fresh: bool = False) -> t.ReadResourceResult:
         """The contents of ``uri`` (an unknown URI is the server's ``RemoteError``)."""
-        return parse(t.ReadResourceResult, await self.request("resources/read", {"uri": uri}),
-                     "resources/read")
+        res = await self._cache.get("resources/read", {"uri": uri}, fresh)
+        return parse(t.ReadResourceResult, res, "resources/read")
 
     async def subscribe(self, uri: str) -> None:
         """Be told when ``uri`` changes (``notifications/resources/updated``)."""
@@ -548,9 +552,9 @@ class Client:
         """Stop being told when ``uri`` changes."""
         await self.request("resources/unsubscribe", {"uri": uri})
 
-    async def list_prompts(self) -> list[t.PromptInfo]:
+    async def list_prompts(self, *, fresh: bool = False) -> list[t.PromptInfo]:
         """Every prompt, following ``nextCursor``."""
-        return await all_pages(self.request, "prompts/list", "prompts", t.PromptInfo)
+        return await self._cache.pages("prompts/list", "prompts", t.PromptInfo, fresh)
 
     async def get_prompt(self, name: str, arguments: dict[str, str] | None = None
                          ) -> t.GetPromptResult:

@@ -5,7 +5,8 @@ task-augmented ones run as tasks of the client (``TaskHost``), the rest are answ
 the caller's ``Handlers``; a method nobody handles is -32601. ``Inbox.notification``
 routes each notification to whoever waits for it: the open ``listen`` streams, the task
 handles waiting on a status, the log callback, the cached output schemas (forgotten when
-the tools change) and the caller's ``on_notification``.
+the tools change), the cache of list and read results (``cache``: what a change makes
+stale) and the caller's ``on_notification``.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from ..protocol.connection import NotificationReceived, RequestReceived
 from ..protocol.errors import MethodNotFound
 from ..protocol.tasks import client_accepts
 from ..session import HandlerResult, Ready, Session
+from .cache import CacheView
 from .handlers import Handlers, LogHandler, NotificationHandler
 from .listen import Listens
 from .results import OutputSchemas
@@ -24,11 +26,11 @@ from .tasks import TaskWatchers
 class Inbox:
     """The client's side of what the server sends on its own (see the module docstring)."""
 
-    __slots__ = ("handlers", "listens", "on_log", "on_notification", "outputs", "task_host",
-                 "task_watchers")
+    __slots__ = ("cache", "handlers", "listens", "on_log", "on_notification", "outputs",
+                 "task_host", "task_watchers")
 
     def __init__(self, handlers: Handlers, task_host: TaskHost, listens: Listens,
-                 task_watchers: TaskWatchers, outputs: OutputSchemas,
+                 task_watchers: TaskWatchers, outputs: OutputSchemas, cache: CacheView,
                  on_log: LogHandler | None, on_notification: NotificationHandler | None
                  ) -> None:
         self.handlers = handlers
@@ -36,6 +38,7 @@ class Inbox:
         self.listens = listens
         self.task_watchers = task_watchers
         self.outputs = outputs
+        self.cache = cache
         self.on_log = on_log
         self.on_notification = on_notification
 
@@ -56,6 +59,7 @@ class Inbox:
 
     async def notification(self, session: Session, event: NotificationReceived) -> None:
         """Route the server's notification ``event`` (see the module docstring)."""
+        self.cache.notified(event.method, event.params)  # first: stale before it is told
         self.listens.route(event)
         await self.task_watchers.route(event.method, event.params)
         if event.method == "notifications/message" and self.on_log is not None:

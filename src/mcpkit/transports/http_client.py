@@ -34,10 +34,13 @@ session and refuses a new one, the session ends (``ConnectionClosed``).
 token flow) applied to every request. Its ``AuthorizationFailed`` fails the request as
 is; a host it could not reach (an authorization server) is named in the
 ``TransportError`` and does not count as this server being unreachable.
+``credentials`` is a digest of who the last answered request said it was (its headers,
+less those that describe the message), for the client's cache of ``private`` results.
 """
 
 from __future__ import annotations
 
+import hashlib
 import logging
 from collections.abc import Callable
 from urllib.parse import urljoin
@@ -60,6 +63,21 @@ ACCEPT = "application/json, text/event-stream"
 
 HANDSHAKE = frozenset({"initialize", "notifications/initialized"})
 """Sent in order, never held back, never sent again after a 404."""
+
+PER_MESSAGE = frozenset({"accept", "accept-encoding", "connection", "content-length",
+                         "content-type", "dpop", "host", "last-event-id", "user-agent"})
+"""Request headers that describe the message or the connection, not who sends it."""
+
+
+def credentials_digest(headers: httpx.Headers) -> str:
+    """A digest of what in ``headers`` may say who the sender is: every header but
+    ``PER_MESSAGE`` and the ``Mcp-*`` routing headers. Not only ``Authorization``: a
+    cookie, an API key header of any name, a custom ``httpx.Auth``'s header all count,
+    so two senders that differ in any of them never share a ``private`` result. A
+    header that changes with every request only costs cache hits, never leaks one."""
+    kept = sorted((k.lower(), v) for k, v in headers.multi_items()
+                  if k.lower() not in PER_MESSAGE and not k.lower().startswith("mcp-"))
+    return hashlib.sha256(repr(kept).encode()).hexdigest()[:32]
 
 
 def connect_failure(url: str, exc: httpx.TransportError) -> str:
@@ -133,6 +151,7 @@ class HttpClientTransport:
         # answer to the connection attempt), set on the first such failure; ``None`` while
         # every connection attempt got through.
         self.unreachable: str | None = None
+        self.credentials: str | None = None  # credentials_digest of the last answered POST
         self._legacy_tried = False
         self._posts: dict[RequestId, anyio.CancelScope] = {}  # a stateless request's POST
         self._ready = anyio.Event()  # cleared while the handshake's last step is under way
@@ -285,6 +304,7 @@ class HttpClientTransport:
         async with self.http.stream("POST", self.url, content=out.data, headers=headers,
                                     auth=self.auth or httpx.USE_CLIENT_DEFAULT) as resp:
             status = resp.status_code
+            self.credentials = credentials_digest(resp.request.headers)  # (auth's retry)
             if (moved := redirected(resp)) is not None:
                 await resp.aread()
                 raise moved
