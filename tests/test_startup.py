@@ -17,7 +17,7 @@ from tests.support.modules import modules_after
 
 HEAVY = ("uvicorn", "starlette", "httpx", "pydantic", "jsonschema_rs", "fastjsonschema",
          "mcpkit.check", "mcpkit.client", "mcpkit.transports.http_server", "hmac", "secrets",
-         "anyio.from_thread", "mcpkit.auth", "opentelemetry")
+         "anyio.from_thread", "mcpkit.auth", "opentelemetry", "anthropic", "openai")
 
 SERVER = '''
 import atexit, json, sys

@@ -667,6 +667,20 @@ def test_sampling_round_trip_with_client_capability() -> None:
     assert pump(client, server) == [ResponseReceived(rid, answer)]
 
 
+def test_nested_capability_declared_by_an_empty_object() -> None:
+    """``sampling.tools`` is declared as ``{"tools": {}}`` (an object, as the schema has
+    it), ``resources.subscribe`` as ``true``: both count; false, null and absence do not."""
+    from mcpkit.protocol.methods import has_capability
+
+    assert has_capability({"sampling": {"tools": {}}}, "sampling.tools")
+    assert has_capability({"sampling": {"context": {}}}, "sampling.context")
+    assert has_capability({"resources": {"subscribe": True}}, "resources.subscribe")
+    assert not has_capability({"sampling": {}}, "sampling.tools")
+    assert not has_capability({"resources": {"subscribe": False}}, "resources.subscribe")
+    assert not has_capability({"sampling": {"tools": None}}, "sampling.tools")
+    assert not has_capability({"sampling": None}, "sampling.tools")
+
+
 def test_roots_list_round_trip() -> None:
     client, server = connect()
     rid = server.send_request("roots/list")

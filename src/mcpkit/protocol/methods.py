@@ -1,8 +1,9 @@
 """What each method and notification needs: the capability that gates it, and its shape.
 
 A capability is written as a dotted path into a capabilities object: ``"resources.subscribe"``
-means ``capabilities["resources"]["subscribe"]`` must be truthy; ``"tools"`` means the key
-must be present (an empty object counts).
+means ``capabilities["resources"]["subscribe"]`` must be true, or an object (``"sampling.tools"``
+is declared as ``{"tools": {}}``: an empty object counts); ``"tools"`` means the key must be
+present (an empty object counts).
 """
 
 from __future__ import annotations
@@ -85,6 +86,6 @@ def has_capability(capabilities: dict[str, Any] | None, path: str) -> bool:
         node = node[part]
         if i < len(parts) - 1 and node is None:
             return False
-    if len(parts) > 1:
-        return bool(node)
+    if len(parts) > 1:  # a flag (listChanged: true) or an object (sampling.tools: {})
+        return isinstance(node, dict) or bool(node)
     return node is not None and node is not False
