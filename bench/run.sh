@@ -75,4 +75,7 @@ case " $* " in *" --quick "*) TASK_CALLS=300 ;; esac
 STARTUP_RUNS=15
 case " $* " in *" --quick "*) STARTUP_RUNS=3 ;; esac
 "$PLAIN/bin/python" bench/startup.py --runs "$STARTUP_RUNS" --json "$OUT"
+# A server from a large OpenAPI document (issue #29): build time and tools/list beside as
+# many hand-declared tools; the document is fetched with npm into bench/.cache once.
+"$PLAIN/bin/python" bench/openapi.py --json "$OUT"
 "$PY" bench/goals.py "$OUT"
