@@ -137,11 +137,11 @@ def test_eof_while_skipping_oversized_line() -> None:
     assert buf.feed(b"ok\n") == [b"ok"]
 
 
-def test_too_large_marker_repr_and_identity() -> None:
+def test_too_large_marker_repr_and_equality() -> None:
     assert repr(TOO_LARGE) == "TOO_LARGE"
     buf = LineBuffer(max_size=1)
     (marker,) = buf.feed(b"xx\n")
-    assert marker is TOO_LARGE
+    assert marker == TOO_LARGE and marker.head == b"xx"  # its start, for its id
 
 
 @pytest.mark.parametrize("chunk", [1, 2, 3, 7, 64])

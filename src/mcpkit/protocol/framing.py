@@ -2,7 +2,8 @@
 
 Invariants:
 - A line never grows past ``max_size`` bytes in memory: once a line is known to be longer,
-  its bytes are dropped until the next newline and one ``TOO_LARGE`` marker is reported.
+  its bytes are dropped until the next newline and one ``TooLarge`` marker is reported
+  (holding the line's first ``HEAD_BYTES`` bytes).
 - ``feed(b"")`` means end of input: a last line without a newline is still delivered.
 - Blank lines (and a trailing ``\\r``) are ignored, so CRLF peers work.
 """
@@ -14,17 +15,35 @@ from typing import Final
 DEFAULT_MAX_MESSAGE_SIZE: Final = 4 * 1024 * 1024
 
 
-class _TooLarge:
-    __slots__ = ()
+HEAD_BYTES: Final = 256
+"""How much of an oversized line is kept (``TooLarge.head``): enough for the message's
+``id``, which every peer writes among its first keys, so a client can fail the one
+request whose answer it could not take instead of letting it wait for its timeout."""
+
+
+class TooLarge:
+    """A line that was longer than the limit: its first ``HEAD_BYTES`` bytes (``head``),
+    the rest gone. All are equal to one another (and to ``TOO_LARGE``)."""
+
+    __slots__ = ("head",)
+
+    def __init__(self, head: bytes = b"") -> None:
+        self.head = head[:HEAD_BYTES]
 
     def __repr__(self) -> str:
         return "TOO_LARGE"
 
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TooLarge)
 
-TOO_LARGE: Final = _TooLarge()
-"""Marker for a line that was longer than the limit (its content is gone)."""
+    def __hash__(self) -> int:
+        return 0
 
-Line = bytes | _TooLarge
+
+TOO_LARGE: Final = TooLarge()
+"""A line that was longer than the limit, its start unknown (what tests compare with)."""
+
+Line = bytes | TooLarge
 
 
 class LineBuffer:
@@ -61,7 +80,7 @@ class LineBuffer:
         limit = self.max_size
         for part in parts:
             if len(part) > limit:
-                out.append(TOO_LARGE)
+                out.append(TooLarge(part))
             else:
                 _add(part, out)
         self._extend(tail, out)
@@ -72,9 +91,10 @@ class LineBuffer:
         if self._skipping or not chunk:
             return
         if len(self._buf) + len(chunk) > self.max_size:
+            start = bytes(self._buf[:HEAD_BYTES]) + chunk[:HEAD_BYTES]
             self._buf.clear()
             self._skipping = True
-            out.append(TOO_LARGE)
+            out.append(TooLarge(start))
         else:
             self._buf += chunk
 
@@ -86,15 +106,16 @@ class LineBuffer:
         if not self._buf:
             line = head
         elif len(self._buf) + len(head) > self.max_size:
+            start = bytes(self._buf[:HEAD_BYTES]) + head[:HEAD_BYTES]
             self._buf.clear()
-            out.append(TOO_LARGE)
+            out.append(TooLarge(start))
             return
         else:
             self._buf += head
             line = bytes(self._buf)
             self._buf.clear()
         if len(line) > self.max_size:
-            out.append(TOO_LARGE)
+            out.append(TooLarge(line))
         else:
             _add(line, out)
 

@@ -15,7 +15,10 @@ Written as functions over a ``ConnectionState`` (``conn_base``), named ``self`` 
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import orjson
 
 from . import compat
 from .answers import send_error, send_result
@@ -30,6 +33,7 @@ from .conn_base import (
     remember_cancelled,
 )
 from .errors import (
+    INTERNAL_ERROR,
     InvalidParams,
     InvalidRequest,
     MethodNotFound,
@@ -50,7 +54,7 @@ from .events import (
     ResponseReceived,
     SessionReady,
 )
-from .framing import TOO_LARGE
+from .framing import TooLarge
 from .handshake import on_initialize, on_initialize_result
 from .jsonrpc import (
     BadMessage,
@@ -95,8 +99,11 @@ def receive_data(self: ConnectionState, data: bytes) -> list[Event]:
     """Feed bytes of a newline-framed stream (``b""`` = end of input)."""
     events: list[Event] = []
     for line in self._lines.feed(data):
-        if line is TOO_LARGE:
-            reject(
+        if isinstance(line, TooLarge):
+            rid = _head_id(line.head)
+            if rid is not None and _answer_too_large(self, rid, events):
+                continue
+            reject(  # a request: its id was not read (JSON-RPC: the error's id is null)
                 self,
                 InvalidRequest(
                     f"Message too large: the limit is {self._lines.max_size} bytes per "
@@ -119,6 +126,42 @@ def receive_data(self: ConnectionState, data: bytes) -> list[Event]:
             continue
         _receive_obj(self, obj, events)
     return events
+
+
+_HEAD_ID = re.compile(rb'^\s*\{\s*(?:"jsonrpc"\s*:\s*"2\.0"\s*,\s*)?"id"\s*:\s*'
+                      rb'(-?[0-9]{1,18}|"(?:[^"\\]|\\.){1,200}")\s*,')
+
+
+def _head_id(head: bytes) -> RequestId | None:
+    """The ``id`` an oversized message's first bytes give (None: not among them)."""
+    found = _HEAD_ID.match(head)
+    if found is None:
+        return None
+    try:
+        rid = orjson.loads(found.group(1))
+    except orjson.JSONDecodeError:
+        return None
+    return rid if isinstance(rid, int | str) else None
+
+
+def _answer_too_large(self: ConnectionState, rid: RequestId, events: list[Event]) -> bool:
+    """An oversized line that is the answer to a request of ours (``rid`` is one we wait
+    for): that request fails now, saying why, instead of waiting for its timeout."""
+    out = self._outbound.pop(rid, None)
+    if out is None:
+        return False
+    forget_token(self, out)
+    limit = self._lines.max_size
+    error = RemoteError(INTERNAL_ERROR, f"the answer to '{out.method}' is larger than this "
+                        f"connection takes ({limit} bytes, max_message_size): ask for less "
+                        "(a smaller page, fewer items) or raise the limit",
+                        {"limit": limit, "local": True})
+    if out.method == "initialize":
+        self.lifecycle.close()
+        events.append(HandshakeFailed(f"initialize refused: {error}"))
+    else:
+        events.append(ErrorReceived(rid, error))
+    return True
 
 
 def receive_message(self: ConnectionState, obj: Any) -> list[Event]:

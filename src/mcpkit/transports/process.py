@@ -23,6 +23,8 @@ from typing import IO, Any
 import anyio
 from anyio.abc import Process
 
+from ..session.loop import running_asyncio_loop
+
 
 class ProcessStream:
     """A byte stream over a child process's stdin/stdout."""
@@ -90,7 +92,20 @@ class ProcessStream:
             else:
                 # It exited by itself: children it left behind in its group go too.
                 self._signal(signal.SIGTERM)
-            if proc.stdout is not None:
+            if proc.stdout is not None and running_asyncio_loop() is not None:
+                # What it wrote and nobody read (a child stopped mid-answer) is read to
+                # the end of the pipe: a pipe paused with data in it is never closed
+                # (asyncio keeps the transport, and its file, until garbage collection;
+                # trio closes the file itself).
+                with anyio.move_on_after(self.grace):
+                    try:
+                        while await proc.stdout.receive(1 << 20):
+                            pass
+                    except (anyio.EndOfStream, anyio.ClosedResourceError,
+                            anyio.BrokenResourceError, OSError):
+                        pass
+                    except RuntimeError:  # a reader of the stream's own is still at it
+                        pass
                 await proc.stdout.aclose()
 
     async def _wait(self, timeout: float) -> bool:
