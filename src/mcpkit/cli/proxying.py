@@ -56,11 +56,29 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
     from ..bridge import proxy
     from ..protocol.errors import MCPError
 
+    _check_serving(args, usage)
     if args.config is not None:
         return _config(args, usage)
     target, rest = target_of(args, list(args.rest))
     if rest:
         raise usage(f"unexpected arguments: {' '.join(rest)}")
+    headers = headers_of(args, target)
+    sent_token = any(n.lower() == "authorization" for n in headers)
+    auth = None if isinstance(target, list) or sent_token else login.stored_auth(target)
+    server = proxy(target, headers=headers or None, auth=auth, timeout=args.timeout,
+                   mode=args.mode, name=args.name, max_connections=args.max_connections)
+    try:
+        _serve(server, args)
+    except MCPError as exc:
+        import sys
+
+        sys.stderr.write(f"mcpkit: error: cannot proxy {server.upstream.describe()}: {exc}\n")
+        return 2
+    return 0
+
+
+def _check_serving(args: argparse.Namespace, usage: type[Exception]) -> None:
+    """The options of how the proxy serves, whatever it fronts."""
     if not args.http and (args.host or args.port is not None or args.path):
         raise usage("--host, --port and --path are for --http; stdio needs none of them")
     if not args.http and args.drain is not None:
@@ -75,25 +93,17 @@ def run(args: argparse.Namespace, target_of: Callable[..., tuple[Any, list[str]]
         raise usage(f"--max-connections must be at least 1 (got {args.max_connections})")
     if not args.timeout > 0:
         raise usage(f"--timeout must be a positive number of seconds (got {args.timeout})")
-    headers = headers_of(args, target)
-    sent_token = any(n.lower() == "authorization" for n in headers)
-    auth = None if isinstance(target, list) or sent_token else login.stored_auth(target)
-    server = proxy(target, headers=headers or None, auth=auth, timeout=args.timeout,
-                   mode=args.mode, name=args.name, max_connections=args.max_connections)
-    try:
-        if args.http:
-            server.run("http", host=args.host or "127.0.0.1",
-                       port=8000 if args.port is None else args.port,
-                       path=args.path or http_defaults.PATH,
-                       **({} if args.drain is None else {"drain": args.drain}))
-        else:
-            server.run()
-    except MCPError as exc:
-        import sys
 
-        sys.stderr.write(f"mcpkit: error: cannot proxy {server.upstream.describe()}: {exc}\n")
-        return 2
-    return 0
+
+def _serve(server: Any, args: argparse.Namespace) -> None:
+    """Run ``server`` on stdio, or on HTTP with ``--host``/``--port``/``--path``/``--drain``."""
+    if args.http:
+        server.run("http", host=args.host or "127.0.0.1",
+                   port=8000 if args.port is None else args.port,
+                   path=args.path or http_defaults.PATH,
+                   **({} if args.drain is None else {"drain": args.drain}))
+    else:
+        server.run()
 
 
 def _config(args: argparse.Namespace, usage: type[Exception]) -> int:
@@ -107,12 +117,5 @@ def _config(args: argparse.Namespace, usage: type[Exception]) -> int:
         clients = Clients.from_config(args.config, timeout=args.timeout)
     except HostConfigError as exc:
         raise usage(str(exc)) from None
-    server = clients.as_server(args.name or "mcpkit-config")
-    if args.http:
-        server.run("http", host=args.host or "127.0.0.1",
-                   port=8000 if args.port is None else args.port,
-                   path=args.path or http_defaults.PATH,
-                   **({} if args.drain is None else {"drain": args.drain}))
-    else:
-        server.run()
+    _serve(clients.as_server(args.name or "mcpkit-config"), args)
     return 0

@@ -16,7 +16,6 @@ a client, never by importing mcpkit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ...protocol.jsonrpc import JSONObject
@@ -24,9 +23,7 @@ from .common import (
     Sampler,
     blocks,
     message_result,
-    status_error,
     tool_result_text,
-    unreachable,
     unsupported,
 )
 
@@ -56,13 +53,7 @@ class AnthropicSampler(Sampler):
 
     provider = PROVIDER
 
-    def __init__(self, client: AsyncAnthropic | None = None, *, default_model: str,
-                 models: Mapping[str, str] | Sequence[str] = (),
-                 max_tokens: int | None = None,
-                 options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(default_model=default_model, models=models,
-                         max_tokens=max_tokens, options=options)
-        self.client: AsyncAnthropic | None = client
+    client: AsyncAnthropic | None
 
     def request(self, params: JSONObject, model: str) -> JSONObject:
         """The keyword arguments of ``messages.create`` for ``params`` and ``model``."""
@@ -83,22 +74,19 @@ class AnthropicSampler(Sampler):
                 kwargs["tool_choice"] = {"type": TOOL_CHOICE[mode]}
         return {**kwargs, **self.options}
 
-    async def create(self, params: JSONObject, model: str) -> JSONObject:
-        """Ask Anthropic; its failures become the errors ``common.status_error`` says."""
+    def sdk(self) -> Any:
         import anthropic
 
-        kwargs = self.request(params, model)
-        if self.client is None:
-            self.client, self.owns_client = anthropic.AsyncAnthropic(), True
-        create: Any = self.client.messages.create
-        try:
-            message = await create(**kwargs)
-        except anthropic.APIStatusError as exc:
-            raise status_error(PROVIDER, exc.status_code, exc.body,
-                               exc.response.headers.get("retry-after")) from None
-        except anthropic.APIConnectionError as exc:
-            raise unreachable(PROVIDER, isinstance(exc, anthropic.APITimeoutError)) from None
-        return read_message(message.to_dict(mode="json"))
+        return anthropic
+
+    def new_client(self, sdk: Any) -> Any:
+        return sdk.AsyncAnthropic()
+
+    async def send(self, client: Any, kwargs: JSONObject) -> Any:
+        return await client.messages.create(**kwargs)
+
+    def read(self, answer: JSONObject) -> JSONObject:
+        return read_message(answer)
 
 
 def read_message(message: JSONObject) -> JSONObject:

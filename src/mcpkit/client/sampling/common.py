@@ -47,13 +47,18 @@ class Sampler:
     another provider's model to one of this provider's). ``max_tokens``: a ceiling on
     the server's ``maxTokens`` (the server cannot make the client spend more).
     ``options``: more keyword arguments for each provider call (``thinking``,
-    ``reasoning_effort``, ``timeout``...). Subclasses set ``provider`` and implement
-    ``create``; ``aclose`` closes a client the sampler made from the environment.
+    ``reasoning_effort``, ``timeout``...). ``client``: the provider SDK's async client;
+    by default one made on first use from the environment, which ``aclose`` closes.
+
+    Both SDKs are generated alike (``APIStatusError``, ``APIConnectionError``,
+    ``APITimeoutError``, ``to_dict``): ``create`` asks and maps their failures here;
+    a subclass sets ``provider`` and says how to import the SDK, make a client, build
+    the request (``request``), send it (``send``) and read the answer (``read``).
     """
 
     provider: ClassVar[str] = ""
 
-    def __init__(self, *, default_model: str,
+    def __init__(self, client: Any = None, *, default_model: str,
                  models: Mapping[str, str] | Sequence[str] = (),
                  max_tokens: int | None = None,
                  options: Mapping[str, Any] | None = None) -> None:
@@ -64,7 +69,7 @@ class Sampler:
             dict(models) if isinstance(models, Mapping) else {m: m for m in models})
         self.max_tokens = max_tokens
         self.options: dict[str, Any] = dict(options or {})
-        self.client: Any = None
+        self.client: Any = client
         self.owns_client = False  # made by this sampler (from the environment): it closes it
 
     async def aclose(self) -> None:
@@ -101,7 +106,41 @@ class Sampler:
         return await self.create(params, self.choose_model(params.get("modelPreferences")))
 
     async def create(self, params: JSONObject, model: str) -> JSONObject:
-        """Ask ``model`` at the provider; return the ``CreateMessageResult``."""
+        """Ask ``model`` at the provider; return the ``CreateMessageResult``. Its
+        failures become the errors ``status_error`` and ``unreachable`` say."""
+        sdk = self.sdk()
+        kwargs = self.request(params, model)
+        if self.client is None:
+            self.client, self.owns_client = self.new_client(sdk), True
+        try:
+            answer = await self.send(self.client, kwargs)
+        except sdk.APIStatusError as exc:
+            raise status_error(self.provider, exc.status_code, exc.body,
+                               exc.response.headers.get("retry-after")) from None
+        except sdk.APIConnectionError as exc:
+            raise unreachable(self.provider, isinstance(exc, sdk.APITimeoutError)) from None
+        return self.read(answer.to_dict(mode="json"))
+
+    # what a provider says --------------------------------------------------------------
+
+    def sdk(self) -> Any:
+        """The provider's SDK module, imported on the first request."""
+        raise NotImplementedError
+
+    def new_client(self, sdk: Any) -> Any:
+        """A client of ``sdk`` configured from the environment."""
+        raise NotImplementedError
+
+    def request(self, params: JSONObject, model: str) -> JSONObject:
+        """The keyword arguments of the provider's call for ``params`` and ``model``."""
+        raise NotImplementedError
+
+    async def send(self, client: Any, kwargs: JSONObject) -> Any:
+        """Make the provider's call."""
+        raise NotImplementedError
+
+    def read(self, answer: JSONObject) -> JSONObject:
+        """The ``CreateMessageResult`` from the provider's answer, as JSON."""
         raise NotImplementedError
 
 

@@ -16,7 +16,6 @@ client, never by importing mcpkit.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import orjson
@@ -27,9 +26,7 @@ from .common import (
     Sampler,
     blocks,
     message_result,
-    status_error,
     tool_result_text,
-    unreachable,
     unsupported,
 )
 
@@ -60,13 +57,7 @@ class OpenAISampler(Sampler):
 
     provider = PROVIDER
 
-    def __init__(self, client: AsyncOpenAI | None = None, *, default_model: str,
-                 models: Mapping[str, str] | Sequence[str] = (),
-                 max_tokens: int | None = None,
-                 options: Mapping[str, Any] | None = None) -> None:
-        super().__init__(default_model=default_model, models=models,
-                         max_tokens=max_tokens, options=options)
-        self.client: AsyncOpenAI | None = client
+    client: AsyncOpenAI | None
 
     def request(self, params: JSONObject, model: str) -> JSONObject:
         """The keyword arguments of ``chat.completions.create`` for ``params``."""
@@ -89,22 +80,19 @@ class OpenAISampler(Sampler):
                 kwargs["tool_choice"] = mode
         return {**kwargs, **self.options}
 
-    async def create(self, params: JSONObject, model: str) -> JSONObject:
-        """Ask OpenAI; its failures become the errors ``common.status_error`` says."""
+    def sdk(self) -> Any:
         import openai
 
-        kwargs = self.request(params, model)
-        if self.client is None:
-            self.client, self.owns_client = openai.AsyncOpenAI(), True
-        create: Any = self.client.chat.completions.create
-        try:
-            completion = await create(**kwargs)
-        except openai.APIStatusError as exc:
-            raise status_error(PROVIDER, exc.status_code, exc.body,
-                               exc.response.headers.get("retry-after")) from None
-        except openai.APIConnectionError as exc:
-            raise unreachable(PROVIDER, isinstance(exc, openai.APITimeoutError)) from None
-        return read_completion(completion.to_dict(mode="json"))
+        return openai
+
+    def new_client(self, sdk: Any) -> Any:
+        return sdk.AsyncOpenAI()
+
+    async def send(self, client: Any, kwargs: JSONObject) -> Any:
+        return await client.chat.completions.create(**kwargs)
+
+    def read(self, answer: JSONObject) -> JSONObject:
+        return read_completion(answer)
 
 
 def read_completion(completion: JSONObject) -> JSONObject:
