@@ -21,21 +21,14 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
-import httpx
-
-START_SECONDS = 30.0
+from common import free_port, serving
 
 
 def serve(port: int, tools: int, ttl_ms: int) -> None:
@@ -67,45 +60,6 @@ def serve(port: int, tools: int, ttl_ms: int) -> None:
         return dict(seen)
 
     server.run("http", port=port, log_level="WARNING")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serving(args: argparse.Namespace) -> Iterator[str]:
-    """Start the server process; its URL once it answers; stopped by its pid."""
-    port = free_port()
-    url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen(
-        [sys.executable, __file__, "--serve", str(port), "--tools", str(args.tools),
-         "--ttl-ms", str(args.ttl_ms)],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            if proc.poll() is not None:
-                sys.exit(f"bench/client_cache.py: the server exited ({proc.returncode})")
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.get(url, timeout=1.0)
-                break
-            if time.monotonic() > deadline:
-                sys.exit(f"bench/client_cache.py: no answer within {START_SECONDS}s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 async def measure(url: str, args: argparse.Namespace) -> dict[str, Any]:
@@ -151,7 +105,10 @@ def main() -> None:
         return
     if not 1 <= args.count <= 100_000 or not 1 <= args.rounds <= 50:
         sys.exit("bench/client_cache.py: --count 1..100000, --rounds 1..50")
-    with serving(args) as url:
+    port = free_port()
+    argv = [sys.executable, __file__, "--serve", str(port), "--tools", str(args.tools),
+            "--ttl-ms", str(args.ttl_ms)]
+    with serving(argv, port, "bench/client_cache.py") as url:
         print(json.dumps(anyio.run(measure, url, args)))
 
 

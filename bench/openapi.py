@@ -29,6 +29,7 @@ from typing import Any
 
 import anyio
 import httpx
+from common import merge
 
 from mcpkit import Server
 from mcpkit.client import Client
@@ -104,9 +105,7 @@ def main() -> int:
     for k, v in figures.items():
         print(f"{k:20s} {v:10.3f}")
     if opts.json:
-        data = json.loads(Path(opts.json).read_text()) if Path(opts.json).exists() else {}
-        data["openapi"] = figures
-        Path(opts.json).write_text(json.dumps(data, indent=1))
+        merge(opts.json, "openapi", figures)
     return 0
 
 

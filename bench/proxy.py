@@ -25,60 +25,20 @@ every wait is bounded.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import os
-import signal
-import socket
 import statistics
-import subprocess
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+from common import free_port, serving
 
 ROOT = Path(__file__).resolve().parents[1]
 EVERYTHING = ROOT / "examples" / "everything.py"
 GOAL = 1.5
-START_SECONDS = 30.0
+WHO = "bench/proxy.py"
 HEADERS = {"accept": "application/json, text/event-stream", "content-type": "application/json"}
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-@contextlib.contextmanager
-def serving(argv: list[str], port: int) -> Iterator[str]:
-    """Start ``argv`` in its own process group; its URL once it answers; stopped by pid."""
-    url = f"http://127.0.0.1:{port}/mcp"
-    proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                            stderr=subprocess.DEVNULL, start_new_session=True)
-    try:
-        deadline = time.monotonic() + START_SECONDS
-        while True:
-            if proc.poll() is not None:
-                sys.exit(f"bench/proxy.py: {argv} exited with status {proc.returncode}")
-            with contextlib.suppress(httpx.HTTPError):
-                httpx.get(url, timeout=1.0)
-                break
-            if time.monotonic() > deadline:
-                sys.exit(f"bench/proxy.py: {argv} did not answer within {START_SECONDS}s")
-            time.sleep(0.1)
-        yield url
-    finally:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
 
 
 CALLS = {"echo": {"name": "echo", "arguments": {"text": "hello"}},
@@ -157,8 +117,8 @@ def main() -> int:
     runs: dict[str, list[tuple[float, float]]] = {"direct": [], "proxied": []}
     for _ in range(opts.rounds):
         direct_port, proxy_port = free_port(), free_port()
-        with serving([*direct_argv, str(direct_port)], direct_port) as direct, serving(
-                [*proxy_argv, str(proxy_port)], proxy_port) as proxied:
+        with serving([*direct_argv, str(direct_port)], direct_port, WHO) as direct, \
+                serving([*proxy_argv, str(proxy_port)], proxy_port, WHO) as proxied:
             got = latencies({"direct": direct, "proxied": proxied}, opts.count,
                             opts.seconds, opts.tool)
         for name, values in got.items():

@@ -29,7 +29,6 @@ its ``results.json``) under ``"startup"``, where ``bench/goals.py`` checks the g
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import statistics
@@ -39,6 +38,8 @@ import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+
+from common import free_port, merge
 
 ROOT = Path(__file__).resolve().parents[1]
 PY = sys.executable
@@ -104,12 +105,6 @@ def _idle_stdio_rss(cmd: list[str], env: dict[str, str]) -> float:
     finally:
         proc.stdin.close()
         proc.wait(timeout=30)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _rss_mb(pid: int) -> float:
@@ -197,25 +192,23 @@ def main() -> int:
     figures["stdio_rss_mb"] = _idle_stdio_rss(everything, env)
     raw_app = work / "raw_asgi.py"
     raw_app.write_text(RAW_ASGI)
-    port = _free_port()
+    port = free_port()
     figures["http_idle_rss_raw_mb"] = _idle_http_rss(
         [PY, "-m", "uvicorn", "--app-dir", str(work), "--port", str(port), "--log-level",
          "warning", "raw_asgi:app"], port, env, mcp=False)
-    port = _free_port()
+    port = free_port()
     figures["http_idle_rss_mb"] = _idle_http_rss(
         [MCPKIT, "run", "--http", "--port", str(port), str(ROOT / "examples" /
                                                             "everything.py")],
         port, env, mcp=True)
-    port = _free_port()  # (information: a server whose tools use pydantic models)
+    port = free_port()  # (information: a server whose tools use pydantic models)
     figures["http_idle_rss_notes_mb"] = _idle_http_rss(
         [MCPKIT, "run", "--http", "--port", str(port), str(ROOT / "examples" / "notes.py")],
         port, env, mcp=True, call=("notes_search", {"query": "x"}))
     for k, v in figures.items():
         print(f"{k:24s} {v:8.1f}")
     if opts.json:
-        data = json.loads(Path(opts.json).read_text()) if Path(opts.json).exists() else {}
-        data["startup"] = figures
-        Path(opts.json).write_text(json.dumps(data, indent=1))
+        merge(opts.json, "startup", figures)
     return 0
 
 

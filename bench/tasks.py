@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import gc
 import itertools
-import json
 import statistics
 import time
 import tracemalloc
@@ -35,6 +34,7 @@ from typing import Any
 
 import anyio
 import orjson
+from common import merge
 
 from mcpkit import Server
 from mcpkit.transports.memory import memory_pair
@@ -146,22 +146,9 @@ async def main(calls: int, kept: int, rounds: int, out: str | None) -> None:
         if out is not None:
             figures: dict[str, float] = {KEYS[label]: rate for label, rate in rates.items()}
             figures["kb_per_finished_task"] = grown / kept / 1024
-            _merge(out, figures)
+            merge(out, "tasks", figures)
         await client.aclose()
         tg.cancel_scope.cancel()
-
-
-def _merge(path: str, figures: dict[str, float]) -> None:
-    """Write ``figures`` under ``"tasks"`` into the JSON file at ``path`` (created if
-    absent), keeping everything else in it."""
-    try:
-        with open(path) as f:
-            data = json.load(f)
-    except FileNotFoundError:
-        data = {}
-    data["tasks"] = figures
-    with open(path, "w") as f:
-        json.dump(data, f, indent=1)
 
 
 if __name__ == "__main__":
