@@ -299,3 +299,26 @@ async def test_tools_with_large_schemas_are_listed_in_pages_a_client_takes() -> 
         tools = page["result"]["tools"]
         size = sum(len(orjson.dumps(t)) for t in tools)
         assert size <= MAX_PAGE_BYTES or len(tools) == 1
+
+
+async def test_a_get_whose_parameters_are_all_in_its_path_is_a_template() -> None:
+    """The template's read takes its variables as ``**values`` (a template function may:
+    ``HandlerSpec.any_keyword``), and a function that names none and takes no
+    ``**values`` is still refused at declaration."""
+    doc: dict[str, Any] = {"openapi": "3.1.0", "info": {"title": "t", "version": "1"},
+                           "paths": {"/nodes/{node_id}": {"get": {
+                               "operationId": "tree_node",
+                               "parameters": [{"name": "node_id", "in": "path",
+                                               "required": True,
+                                               "schema": {"type": "string"}}],
+                               "responses": {"200": {"description": "ok"}}}}}}
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app=tree_app()),
+                                 base_url="http://tree") as http:
+        server = from_openapi(doc, http, route_maps=[RouteMap(["GET"], None, "template")])
+        async with connect(server) as client:
+            assert [t.uri_template for t in await client.list_resource_templates()] == [
+                "api://nodes/{node_id}"]
+            read = await client.read_resource("api://nodes/n1")
+            assert '"id":"n1"' in read.contents[0].text
+    with pytest.raises(ValueError, match="lacks parameters"):
+        Server("s").add_resource(lambda: "x", "x://{name}")

@@ -24,7 +24,6 @@ with its other characters replaced by ``-`` for ``server()``, which says so in i
 
 from __future__ import annotations
 
-import inspect
 import logging
 import math
 import os
@@ -305,11 +304,12 @@ class _ForwardedTemplate(ResourceTemplate):
     whose variables are not names)."""
 
     def __init__(self, client: Client, tpl: t.ResourceTemplateInfo, scheme: str) -> None:
+        odd = [v for v in _VARIABLE.findall(tpl.uri_template) if not v.isidentifier()]
+        if odd:
+            raise ValueError(f"its expressions {odd[:3]} are not plain variables")
+
         def unused(**values: str) -> str:  # reads go to the server (read below)
             raise AssertionError("a forwarded template is read from its server")
-        unused.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-            inspect.Parameter(var, inspect.Parameter.KEYWORD_ONLY, annotation=str)
-            for var in dict.fromkeys(_VARIABLE.findall(tpl.uri_template))])
         super().__init__(unused, scheme + tpl.uri_template, name=tpl.name, title=tpl.title,
                          description=tpl.description or "", mime_type=tpl.mime_type)
         self._client, self._scheme = client, scheme

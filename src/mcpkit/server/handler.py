@@ -152,8 +152,8 @@ def resolve_hints(fn: Callable[..., Any]) -> dict[str, Any]:
 class HandlerSpec:
     """A user function as mcpkit calls it (see the module docstring)."""
 
-    __slots__ = ("context_param", "fn", "hints", "is_async", "name", "never_waits",
-                 "parameters")
+    __slots__ = ("any_keyword", "context_param", "fn", "hints", "is_async", "name",
+                 "never_waits", "parameters")
 
     def __init__(self, fn: Callable[..., Any]) -> None:
         if not callable(fn):
@@ -171,6 +171,8 @@ class HandlerSpec:
         #: The parameters the caller fills in (the Context and ``*args``/``**kwargs``
         #: excluded), with their resolved annotation (``inspect.Parameter.empty`` if none).
         self.parameters: list[tuple[inspect.Parameter, Any]] = []
+        #: Whether it takes ``**kwargs``: then any name may be passed to it.
+        self.any_keyword = False
         for name, param in signature.parameters.items():
             hint = self.hints.get(name, param.annotation)
             if is_context_type(hint):
@@ -180,6 +182,7 @@ class HandlerSpec:
                 self.context_param = name
                 continue
             if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+                self.any_keyword = self.any_keyword or param.kind is param.VAR_KEYWORD
                 continue
             self.parameters.append((param, hint))
 

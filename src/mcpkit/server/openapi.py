@@ -184,6 +184,13 @@ class _Schemas:
         return out
 
 
+def _root(schema: Any, defs: JSON) -> Any:
+    """What a standalone schema stands for: the component its root ``$ref`` names."""
+    if isinstance(schema, dict) and isinstance(schema.get("$ref"), str):
+        return defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+    return schema
+
+
 def tool_name(raw: str) -> str:
     """A model-friendly tool name: runs of other characters become one ``_``."""
     return _UNDERSCORES.sub("_", _NOT_NAME.sub("_", raw)).strip("_")[:120] or "operation"
@@ -228,8 +235,7 @@ class Operation:
         media = content.get("application/json") if isinstance(content, dict) else None
         if isinstance(media, dict):
             schema = schemas.standalone(media.get("schema", {}), defs)
-            target = schemas.deref(schema) if "$ref" not in schema else defs.get(
-                schema["$ref"].rsplit("/", 1)[-1], {})
+            target = _root(schema, defs)
             if isinstance(target, dict) and target.get("type") == "object" and isinstance(
                     target.get("properties"), dict):
                 self.body_mode = "merged"
@@ -270,9 +276,7 @@ class Operation:
             media = content.get("application/json") if isinstance(content, dict) else None
             if not isinstance(media, dict) or "schema" not in media:
                 return None
-            schema = schemas.standalone(media["schema"], defs)
-            if isinstance(schema, dict) and "$ref" in schema:  # the root is the object
-                schema = defs.get(schema["$ref"].rsplit("/", 1)[-1], {})
+            schema = _root(schemas.standalone(media["schema"], defs), defs)
             if isinstance(schema, dict) and schema.get("type") == "object":
                 return dict(schema)
             return None
@@ -411,29 +415,26 @@ def _caller(client: httpx.AsyncClient, op: Operation) -> Callable[..., Any]:
     return call
 
 
+async def _read(client: httpx.AsyncClient, op: Operation, values: JSON) -> str:
+    """A resource's or template's read: the API's answer as text (``ValueError`` for a
+    failed call, with what the API said)."""
+    result = await _send(client, op, values)
+    text: str = result["content"][0]["text"]
+    if result["isError"]:
+        raise ValueError(text)
+    return text
+
+
 def _reader(client: httpx.AsyncClient, op: Operation) -> Callable[..., Any]:
     async def read() -> str:
-        result = await _send(client, op, {})
-        text: str = result["content"][0]["text"]
-        if result["isError"]:
-            raise ValueError(text)
-        return text
+        return await _read(client, op, {})
     return read
 
 
 def _template(client: httpx.AsyncClient, op: Operation, scheme: str) -> Any:
-    import inspect
-
     from .resources import ResourceTemplate
 
     async def read(**values: str) -> str:
-        result = await _send(client, op, values)
-        text: str = result["content"][0]["text"]
-        if result["isError"]:
-            raise ValueError(text)
-        return text
-    read.__signature__ = inspect.Signature([  # type: ignore[attr-defined]
-        inspect.Parameter(arg, inspect.Parameter.KEYWORD_ONLY, annotation=str)
-        for arg in op.where])
+        return await _read(client, op, values)
     return ResourceTemplate(read, f"{scheme}://{op.path.lstrip('/')}", name=op.name,
                             description=op.description, mime_type="application/json")

@@ -186,7 +186,7 @@ class ResourceTemplate(_Readable):
         self.regex = re.compile("".join(pattern))
         params = {param.name for param, _ in self.spec.parameters}
         missing = {v for v, _ in self.variables} - params
-        if missing:
+        if missing and not self.spec.any_keyword:  # fn(**values) takes them all
             raise ValueError(
                 f"resource template {uri_template!r}: function {self.name!r} lacks parameters "
                 f"{sorted(missing)}"
