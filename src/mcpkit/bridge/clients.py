@@ -35,12 +35,13 @@ from typing import Any
 import anyio
 import anyio.abc
 
-from ..check.hosts import SERVERS_KEY, ServerEntry, entry, read_config
+from ..check.hosts import ServerEntry, entry, read_config, servers_in
 from ..client import Client, Http, Stdio
 from ..client import types as t
 from ..protocol.errors import MCPError, RemoteError
 from ..server import Server
 from ..server.context import Context
+from ..server.mount import PREFIX
 from ..server.prompts import Prompt
 from ..server.resources import ResourceTemplate
 from .forward import relayed
@@ -57,13 +58,10 @@ def entries_of(config: str | os.PathLike[str] | Mapping[str, Any]) -> list[Serve
     (a ``ValueError``) for a file that cannot be read."""
     if not isinstance(config, Mapping):
         return read_config(os.fspath(config))
-    for key in dict.fromkeys(SERVERS_KEY.values()):
-        servers = config.get(key)
-        if isinstance(servers, Mapping):
-            return [entry(str(n), dict(raw) if isinstance(raw, Mapping) else raw, "<dict>")
-                    for n, raw in servers.items()]
-    return [entry(str(n), dict(raw) if isinstance(raw, Mapping) else raw, "<dict>")
-            for n, raw in config.items()]
+    doc = dict(config)
+    found = servers_in(doc, "<dict>")
+    return found if found is not None else [entry(str(n), raw, "<dict>")
+                                            for n, raw in doc.items()]
 
 
 def target_of(found: ServerEntry) -> Stdio | Http:
@@ -229,13 +227,16 @@ def _renamed(tool: t.ToolInfo, name: str) -> t.ToolInfo:
 
 
 def _prefix(name: str) -> str:
+    """``name`` as a mount prefix would be (``mount.PREFIX``), cleaned if it is not one."""
+    if PREFIX.match(name):
+        return name
     clean = _NOT_PREFIX.sub("-", name)
     if not clean[:1].isalpha():
         clean = "s" + clean
-    if clean != name:
-        log.warning("server %r is served as %r (a prefix is A-Z a-z 0-9 . -, starting "
-                    "with a letter)", name, clean)
-    return clean[:64]
+    clean = clean[:64]
+    log.warning("server %r is served as %r (a prefix is A-Z a-z 0-9 . -, starting with a "
+                "letter)", name, clean)
+    return clean
 
 
 async def _serve(served: Server, prefix: str, client: Client) -> None:

@@ -189,21 +189,28 @@ def read_config(path: str | Path) -> list[ServerEntry]:
             raise HostConfigError(f"{p} is not JSON: {exc}") from exc
     if not isinstance(doc, dict):
         raise HostConfigError(f"{p} is not a JSON object")
+    found = servers_in(doc, str(p))
+    if found is None:
+        raise HostConfigError(f"{p} has no servers: expected an object under \"mcpServers\" "
+                              "(Claude Desktop, Claude Code, Cursor) or \"servers\" (VS Code)")
+    return found
+
+
+def servers_in(doc: dict[str, Any], source: str) -> list[ServerEntry] | None:
+    """The servers of a host configuration already read (any host's keys, Claude Code's
+    per-project ones too); None when it has none of those keys."""
     found: list[ServerEntry] = []
     seen = False
     for key in dict.fromkeys(SERVERS_KEY.values()):  # any host's file: every key
         servers = doc.get(key)
         if isinstance(servers, dict):
             seen = True
-            found += [entry(str(n), raw, str(p)) for n, raw in servers.items()]
+            found += [entry(str(n), raw, source) for n, raw in servers.items()]
     projects = doc.get("projects")
     if isinstance(projects, dict):  # Claude Code: servers per project directory
         for folder, conf in projects.items():
             servers = conf.get("mcpServers") if isinstance(conf, dict) else None
             if isinstance(servers, dict) and servers:
                 seen = True
-                found += [entry(f"{n} ({folder})", raw, str(p)) for n, raw in servers.items()]
-    if not seen:
-        raise HostConfigError(f"{p} has no servers: expected an object under \"mcpServers\" "
-                              "(Claude Desktop, Claude Code, Cursor) or \"servers\" (VS Code)")
-    return found
+                found += [entry(f"{n} ({folder})", raw, source) for n, raw in servers.items()]
+    return found if seen else None
