@@ -79,7 +79,7 @@ class _Field:
                  default: Any) -> None:
         self.attr = attr
         self.wire = wire
-        self.names = names  # what it may be called in the input, the wire name first
+        self.names = names  # what it may be called in the input: wire name, aliases, attr
         self.read = read
         self.default = default
 
@@ -211,7 +211,7 @@ class Wire:
                 continue
             fields[attr] = _make_field(cls, attr, hint)
         cls._fields = tuple(fields.values())
-        cls._by_name = {name: f for f in cls._fields for name in (*f.names, f.attr)}
+        cls._by_name = {name: f for f in cls._fields for name in f.names}
 
     def __init__(self, **values: Any) -> None:
         self._fill(values, "")
@@ -238,7 +238,7 @@ class Wire:
                 extra[key] = value
         self._extra = extra
         for f in self._fields:
-            for name in (*f.names, f.attr):
+            for name in f.names:
                 if name in data:
                     value = data[name]
                     break
@@ -308,4 +308,5 @@ def _make_field(cls: type, attr: str, hint: Any) -> _Field:
             delattr(cls, attr)
         else:
             setattr(cls, attr, spec.default)
-    return _Field(attr, wire, (wire, *spec.aliases), read, spec.default)
+    names = tuple(dict.fromkeys((wire, *spec.aliases, attr)))  # made once, read per object
+    return _Field(attr, wire, names, read, spec.default)

@@ -229,7 +229,8 @@ def _type_name(result_type: Any) -> str:
 
 class Structured:
     """A tool's structured result read without a ``result_type``: a JSON object whose
-    fields read as attributes (``result.data.items[0].id``), nested objects too.
+    fields read as attributes (``result.data.items[0].id``), nested objects too (each
+    wrapped as it is read).
 
     Attributes are the object's fields and nothing else (a field may be called
     ``items``, ``keys`` or ``get``), so the object is not a dict: it is equal to the dict
@@ -244,7 +245,7 @@ class Structured:
     def __getattr__(self, name: str) -> Any:
         fields = object.__getattribute__(self, "_fields")
         try:
-            return fields[name]
+            return structured(fields[name])
         except KeyError:
             raise AttributeError(f"the result has no field {name!r}; it has "
                                  f"{', '.join(map(repr, list(fields)[:20])) or 'none'}"
@@ -254,7 +255,7 @@ class Structured:
         raise AttributeError("a tool's result is read-only")
 
     def __getitem__(self, key: str) -> Any:
-        return self._fields[key]
+        return structured(self._fields[key])
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._fields)
@@ -282,9 +283,11 @@ class Structured:
 
 
 def structured(value: Any) -> Any:
-    """``value`` with every JSON object in it as a ``Structured``."""
+    """``value`` as ``.data`` shows it: an object as a ``Structured`` over it (no copy:
+    what is inside is wrapped when it is read, so a result nobody reads costs nothing),
+    an array as a list of such values, anything else as it is."""
     if type(value) is dict:
-        return Structured({k: structured(v) for k, v in value.items()})
+        return Structured(value)
     if type(value) is list:
         return [structured(v) for v in value]
     return value
