@@ -22,7 +22,6 @@ import anyio
 import pytest
 
 from mcpkit.check.hosts import read_config
-from mcpkit.cli import main
 from mcpkit.cli.install_printed import (
     PrintError,
     command_line,
@@ -32,6 +31,7 @@ from mcpkit.cli.install_printed import (
     yaml_string,
 )
 from mcpkit.client import Client, Stdio
+from tests.test_install import run_cli
 
 ECHO = '''
 import json
@@ -50,15 +50,6 @@ def where() -> str:
 HOSTILE = "it's \"quoted\" \\ # : - {x} [y] & $HOME `id`\ttab\nline\x85nel\u2028ls\x7f\ufeff é 🦆"
 """A value meant to break quoting: YAML indicators, both quotes, a backslash, shell
 metacharacters, a tab, line breaks (NEL and LS are line breaks in YAML), DEL, a BOM."""
-
-
-def run_cli(*argv: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
-    try:
-        code = main(list(argv))
-    except SystemExit as exc:
-        code = int(exc.code or 0)
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
 
 
 @pytest.fixture
